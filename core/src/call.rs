@@ -1,0 +1,181 @@
+//! The retry loop as a state machine: what every adapter and the simulator drive.
+//!
+//! A [`Call`] is one logical call through a [`Pipeline`]: it admits attempts, settles them,
+//! and asks the pipeline's retry policy what to do next. It never sleeps and never reads a
+//! clock: the driver (an async adapter, the simulator, a firmware loop) waits until the
+//! instant it is given, races each attempt against [`Attempt::deadline`], and classifies.
+//!
+//! ```
+//! use resilix::call::{CallOptions, Next};
+//! use resilix::pipeline::Pipeline;
+//! use resilix::random::SeededRandom;
+//! use resilix::permit::Env;
+//! use resilix::retry::GiveUpReason;
+//! use resilix::time::Instant;
+//! use resilix::Verdict;
+//!
+//! let pipeline = Pipeline::new(); // no retry: one attempt
+//! let mut rng = SeededRandom::new(5);
+//! let mut env = Env::new(Instant::ZERO, &mut rng);
+//! let mut call = pipeline.call(env.now, CallOptions::default());
+//! let attempt = call.admit(&mut env).unwrap();
+//! let next = call.settle(attempt, &Verdict::Transient, &mut env);
+//! assert_eq!(next, Next::GiveUp(GiveUpReason::AttemptsExhausted { attempts: 1 }));
+//! ```
+
+use crate::observe::{Event, Observer};
+use crate::permit::{Env, Policy};
+use crate::pipeline::{Attempt, Pipeline};
+use crate::random::Random;
+use crate::rejection::Rejection;
+use crate::retry::{AttemptOutcome, RetryDecision, RetryPolicy};
+use crate::time::Deadline;
+use crate::verdict::Verdict;
+
+pub use crate::retry::RetryDecision as Next;
+
+/// How a caller describes one logical call.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::call::CallOptions;
+/// use resilix::time::{Deadline, Instant};
+///
+/// let opts = CallOptions::default()
+///     .deadline(Deadline::after(Instant::ZERO, Duration::from_secs(2)))
+///     .idempotent(true);
+/// assert!(opts.is_idempotent());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    deadline: Option<Deadline>,
+    idempotent: bool,
+}
+
+impl CallOptions {
+    /// The call must finish by `deadline`; retry delays count against it.
+    pub const fn deadline(mut self, deadline: Deadline) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Declares the operation safe to repeat after a timeout (the first attempt may still be
+    /// running upstream). Without this, a `Timeout` is never retried.
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// The overall deadline, if any.
+    pub const fn deadline_value(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// Whether the operation was declared idempotent.
+    pub const fn is_idempotent(&self) -> bool {
+        self.idempotent
+    }
+}
+
+/// Why an attempt could not even start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stop {
+    /// A policy refused it (never retried: retrying immediately just re-refuses).
+    Refused(Rejection),
+    /// The call's deadline has already passed; sending it would spend upstream capacity on an
+    /// answer nobody waits for.
+    DeadlinePassed,
+}
+
+/// One logical call in progress. See the [module docs](self).
+pub struct Call<'p, Rt: RetryPolicy, T, B, L, H, Rl> {
+    pipeline: &'p Pipeline<Rt, T, B, L, H, Rl>,
+    state: Rt::State,
+    attempts: u32,
+    options: CallOptions,
+}
+
+impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
+    Pipeline<Rt, T, B, L, H, Rl>
+{
+    /// Starts one logical call at `now`.
+    pub fn call(
+        &self,
+        now: crate::time::Instant,
+        options: CallOptions,
+    ) -> Call<'_, Rt, T, B, L, H, Rl> {
+        Call {
+            pipeline: self,
+            state: self.retry_policy().begin(now),
+            attempts: 0,
+            options,
+        }
+    }
+}
+
+impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
+    Call<'p, Rt, T, B, L, H, Rl>
+{
+    /// Admits the next attempt through the whole pipeline.
+    pub fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &mut self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<Attempt<'p, T, B, L, H, Rl>, Stop> {
+        if let Some(d) = self.options.deadline {
+            if d.has_passed(env.now) {
+                return Err(Stop::DeadlinePassed);
+            }
+        }
+        let attempt = self
+            .pipeline
+            .admit(env, self.options.deadline)
+            .map_err(Stop::Refused)?;
+        self.attempts += 1;
+        Ok(attempt)
+    }
+
+    /// Settles the attempt with its verdict and decides what happens next. Reports
+    /// [`Event::RetryScheduled`] or [`Event::RetryRefused`] for failures.
+    pub fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
+        &mut self,
+        attempt: Attempt<'p, T, B, L, H, Rl>,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) -> Next {
+        attempt.settle(verdict, env);
+        let outcome = AttemptOutcome {
+            verdict: *verdict,
+            attempt: self.attempts,
+            idempotent: self.options.idempotent,
+            deadline: self.options.deadline,
+        };
+        let decision = self
+            .pipeline
+            .retry_policy()
+            .decide(&mut self.state, &outcome, env);
+        match decision {
+            RetryDecision::Done => {}
+            RetryDecision::RetryAt(at) => env.observer.on_event(&Event::RetryScheduled {
+                attempt: self.attempts + 1,
+                delay: at - env.now,
+                after: *verdict,
+            }),
+            RetryDecision::GiveUp(reason) => env.observer.on_event(&Event::RetryRefused {
+                reason,
+                after: *verdict,
+            }),
+        }
+        decision
+    }
+
+    /// How many attempts have been admitted so far.
+    pub const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The options the call was started with.
+    pub const fn options(&self) -> CallOptions {
+        self.options
+    }
+}

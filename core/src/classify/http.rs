@@ -1,0 +1,1 @@
+//! HTTP status classification (being written).

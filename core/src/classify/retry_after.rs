@@ -1,0 +1,1 @@
+//! The Retry-After parser (being written).

@@ -1,0 +1,50 @@
+//! # resilix
+//!
+//! Resilience policies as synchronous, allocation-free state machines: `admit` before a call,
+//! `settle` after it, and a pure retry decision between attempts. Time and randomness come
+//! from the caller, so the same code runs in a tokio service, on a Cortex-M0, in a
+//! Workers-style wasm isolate and under a fuzzer, and a seed reproduces every decision.
+//!
+//! * [`time`]: the caller's timeline ([`time::Instant`], [`time::Deadline`], clocks).
+//! * [`random`]: injected randomness and a seeded generator.
+//! * [`Verdict`] and [`classify`]: what an outcome means, for every policy at once.
+//! * [`Rejection`]: the six ways to be refused, each with its meaning and fix.
+//! * [`permit`]: the admit/settle contract; dropped permits mean cancellation.
+//! * [`pipeline`] and [`call`]: the one order of policies, and the retry loop.
+//! * [`observe`]: typed events and the duration histogram.
+//!
+//! ```
+//! use resilix::call::{CallOptions, Next};
+//! use resilix::pipeline::Pipeline;
+//! use resilix::permit::Env;
+//! use resilix::random::SeededRandom;
+//! use resilix::time::Instant;
+//! use resilix::Verdict;
+//!
+//! let pipeline = Pipeline::new();
+//! let mut rng = SeededRandom::new(2024);
+//! let mut env = Env::new(Instant::ZERO, &mut rng);
+//! let mut call = pipeline.call(env.now, CallOptions::default());
+//! let attempt = call.admit(&mut env).expect("an empty pipeline admits");
+//! env.now = Instant::from_millis(3);
+//! assert_eq!(call.settle(attempt, &Verdict::Success, &mut env), Next::Done);
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub(crate) mod sync;
+
+pub mod call;
+pub mod classify;
+pub mod observe;
+pub mod permit;
+pub mod pipeline;
+pub mod random;
+pub mod rejection;
+pub mod retry;
+pub mod time;
+pub mod verdict;
+
+pub use rejection::{RejectReason, Rejection};
+pub use verdict::{Verdict, VerdictKind};

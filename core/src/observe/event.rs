@@ -1,0 +1,105 @@
+use core::time::Duration;
+
+use crate::rejection::Rejection;
+use crate::retry::GiveUpReason;
+use crate::time::Instant;
+use crate::verdict::Verdict;
+
+/// Something a policy, a pipeline or a retry driver did.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::observe::Event;
+/// use resilix::Verdict;
+///
+/// let e = Event::Executed { verdict: Verdict::Success, duration: Duration::from_millis(12) };
+/// assert!(matches!(e, Event::Executed { .. }));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Event {
+    /// A policy refused a call (the rejection hook). The call never reached the upstream.
+    Rejected {
+        /// Which policy, and when it would admit again.
+        rejection: Rejection,
+    },
+    /// A call was admitted, made and settled (the execution hook). Only these feed the
+    /// duration histogram.
+    Executed {
+        /// What the attempt's outcome meant.
+        verdict: Verdict,
+        /// From admission to settlement.
+        duration: Duration,
+    },
+    /// A circuit breaker changed state.
+    CircuitTransition {
+        /// The state left.
+        from: CircuitState,
+        /// The state entered.
+        to: CircuitState,
+        /// Why.
+        cause: TransitionCause,
+        /// When, on the caller's timeline.
+        at: Instant,
+    },
+    /// An adaptive limiter changed its concurrency limit.
+    LimitChanged {
+        /// The previous limit.
+        from: u32,
+        /// The new limit.
+        to: u32,
+    },
+    /// The retry driver will make another attempt.
+    RetryScheduled {
+        /// The number of the attempt that will be made (2 for the first retry).
+        attempt: u32,
+        /// How long the driver waits before it.
+        delay: Duration,
+        /// The verdict of the attempt that failed.
+        after: Verdict,
+    },
+    /// The retry driver will not try again, and why.
+    RetryRefused {
+        /// Why the call gave up.
+        reason: GiveUpReason,
+        /// The verdict of the last attempt.
+        after: Verdict,
+    },
+}
+
+/// The states of a circuit breaker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CircuitState {
+    /// Calls flow; outcomes are counted.
+    Closed,
+    /// Calls are refused until the wait before probing ends.
+    Open,
+    /// A bounded number of probes is let through to test recovery.
+    HalfOpen,
+    /// Held open by the operator (isolation) until reset.
+    ForcedOpen,
+    /// Bypassed by the operator: admits everything, counts nothing.
+    Disabled,
+}
+
+/// Why a circuit breaker changed state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum TransitionCause {
+    /// The failure rate crossed its threshold with enough calls in the window.
+    FailureRate,
+    /// The slow-call rate crossed its threshold with enough calls in the window.
+    SlowCallRate,
+    /// Too many consecutive failures.
+    ConsecutiveFailures,
+    /// The wait before probing ended.
+    WaitElapsed,
+    /// Enough half-open probes succeeded.
+    ProbesSucceeded,
+    /// A half-open probe failed (or too few succeeded).
+    ProbesFailed,
+    /// The operator forced it open, disabled it, or reset it.
+    Operator,
+}

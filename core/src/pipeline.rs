@@ -1,0 +1,334 @@
+//! The pipeline: every policy in the one order of spec §7, composed statically.
+//!
+//! ```text
+//! retry → throttler → breaker → limiter → bulkhead → rate limit → timeout → call
+//! ```
+//!
+//! Each slot is a type parameter; an absent slot is `()` (or [`NoRetry`]) and compiles to
+//! nothing. [`Pipeline::admit`] asks each policy in order and stops at the first refusal: the
+//! permits already taken are dropped (cancelled, so they record nothing) and only the
+//! rejection hook hears of it. [`Attempt::settle`] settles each permit innermost first and only
+//! then reports the execution, so shed calls never reach the duration histogram. Retry is
+//! outermost: the [`Call`](crate::call::Call) driver re-enters the whole stack for every
+//! attempt.
+//!
+//! ```
+//! use core::time::Duration;
+//! use resilix::permit::{Env, Permit};
+//! use resilix::pipeline::Pipeline;
+//! use resilix::random::SeededRandom;
+//! use resilix::time::Instant;
+//! use resilix::Verdict;
+//!
+//! let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(200));
+//! let mut rng = SeededRandom::new(11);
+//! let mut env = Env::new(Instant::ZERO, &mut rng);
+//! let attempt = pipeline.admit(&mut env, None).unwrap();
+//! assert_eq!(attempt.deadline().unwrap().instant(), Instant::from_millis(200));
+//! env.now = Instant::from_millis(15);
+//! attempt.settle(&Verdict::Success, &mut env);
+//! ```
+
+use core::time::Duration;
+
+use crate::observe::{Event, Observer};
+use crate::permit::{Env, Permit, Policy};
+use crate::random::Random;
+use crate::rejection::Rejection;
+use crate::retry::{NoRetry, RetryPolicy};
+use crate::time::{Deadline, Instant};
+use crate::verdict::Verdict;
+
+/// A static composition of policies. Build it with [`Pipeline::new`] and the slot setters.
+///
+/// The slot types may be owned policies or references (`&'static Breaker`), so one policy can
+/// be shared by several pipelines: one breaker per upstream, one budget per process.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pipeline<Rt = NoRetry, T = (), B = (), L = (), H = (), Rl = ()> {
+    retry: Rt,
+    throttler: T,
+    breaker: B,
+    limiter: L,
+    bulkhead: H,
+    rate_limit: Rl,
+    attempt_timeout: Option<Duration>,
+}
+
+impl Pipeline {
+    /// An empty pipeline: no retry, every slot absent, no attempt timeout.
+    pub const fn new() -> Self {
+        Pipeline {
+            retry: NoRetry,
+            throttler: (),
+            breaker: (),
+            limiter: (),
+            bulkhead: (),
+            rate_limit: (),
+            attempt_timeout: None,
+        }
+    }
+}
+
+impl<Rt, T, B, L, H, Rl> Pipeline<Rt, T, B, L, H, Rl> {
+    /// Sets the retry slot (outermost).
+    pub fn retry<Rt2: RetryPolicy>(self, retry: Rt2) -> Pipeline<Rt2, T, B, L, H, Rl> {
+        let Pipeline {
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the throttler slot.
+    pub fn throttler<T2: Policy>(self, throttler: T2) -> Pipeline<Rt, T2, B, L, H, Rl> {
+        let Pipeline {
+            retry,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the circuit-breaker slot.
+    pub fn breaker<B2: Policy>(self, breaker: B2) -> Pipeline<Rt, T, B2, L, H, Rl> {
+        let Pipeline {
+            retry,
+            throttler,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the adaptive-limiter slot.
+    pub fn limiter<L2: Policy>(self, limiter: L2) -> Pipeline<Rt, T, B, L2, H, Rl> {
+        let Pipeline {
+            retry,
+            throttler,
+            breaker,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the bulkhead slot.
+    pub fn bulkhead<H2: Policy>(self, bulkhead: H2) -> Pipeline<Rt, T, B, L, H2, Rl> {
+        let Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            rate_limit,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the rate-limit slot.
+    pub fn rate_limit<Rl2: Policy>(self, rate_limit: Rl2) -> Pipeline<Rt, T, B, L, H, Rl2> {
+        let Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            attempt_timeout,
+            ..
+        } = self;
+        Pipeline {
+            retry,
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            attempt_timeout,
+        }
+    }
+
+    /// Sets the per-attempt timeout (the innermost slot). Each attempt's deadline is the
+    /// tighter of this timeout and the call's overall deadline.
+    pub const fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// The retry policy.
+    pub const fn retry_policy(&self) -> &Rt {
+        &self.retry
+    }
+
+    /// The per-attempt timeout, if set.
+    pub const fn attempt_timeout_value(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+}
+
+impl<Rt, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Pipeline<Rt, T, B, L, H, Rl> {
+    /// Asks every policy, outermost first, whether this attempt may be sent.
+    ///
+    /// On the first refusal the permits already taken are dropped (cancelled: they record no
+    /// outcome), the observer hears [`Event::Rejected`], and the rejection is returned. On
+    /// admission the returned [`Attempt`] carries the instant the caller must race the call
+    /// against: the tighter of the attempt timeout and `deadline`.
+    pub fn admit<'p, R: Random + ?Sized, O: Observer + ?Sized>(
+        &'p self,
+        env: &mut Env<'_, R, O>,
+        deadline: Option<Deadline>,
+    ) -> Result<Attempt<'p, T, B, L, H, Rl>, Rejection> {
+        let admitted = (|| {
+            let throttler = self.throttler.admit(env)?;
+            let breaker = self.breaker.admit(env)?;
+            let limiter = self.limiter.admit(env)?;
+            let bulkhead = self.bulkhead.admit(env)?;
+            let rate_limit = self.rate_limit.admit(env)?;
+            Ok((throttler, breaker, limiter, bulkhead, rate_limit))
+        })();
+        match admitted {
+            Ok((throttler, breaker, limiter, bulkhead, rate_limit)) => {
+                let timeout = self.attempt_timeout.map(|t| Deadline::after(env.now, t));
+                let deadline = match (timeout, deadline) {
+                    (Some(t), d) => Some(t.min_opt(d)),
+                    (None, d) => d,
+                };
+                Ok(Attempt {
+                    throttler,
+                    breaker,
+                    limiter,
+                    bulkhead,
+                    rate_limit,
+                    admitted_at: env.now,
+                    deadline,
+                })
+            }
+            Err(rejection) => {
+                env.observer.on_event(&Event::Rejected { rejection });
+                Err(rejection)
+            }
+        }
+    }
+}
+
+/// One admitted attempt: the permits of every policy in the pipeline, and its deadline.
+///
+/// Settle it with the attempt's verdict, or drop it to cancel (every permit is given back and
+/// nothing is recorded).
+#[must_use = "an attempt must be settled with its verdict; dropping it records a cancellation"]
+pub struct Attempt<
+    'p,
+    T: Policy + 'p,
+    B: Policy + 'p,
+    L: Policy + 'p,
+    H: Policy + 'p,
+    Rl: Policy + 'p,
+> {
+    // Field order is drop order: a dropped attempt releases innermost-last, but every permit's
+    // release is independent, so the order only matters for settle (below).
+    throttler: T::Permit<'p>,
+    breaker: B::Permit<'p>,
+    limiter: L::Permit<'p>,
+    bulkhead: H::Permit<'p>,
+    rate_limit: Rl::Permit<'p>,
+    admitted_at: Instant,
+    deadline: Option<Deadline>,
+}
+
+impl<'p, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Attempt<'p, T, B, L, H, Rl> {
+    /// The instant to race the call against, if there is one: the tighter of the attempt
+    /// timeout and the call's deadline. When it fires, settle with [`Verdict::Timeout`].
+    pub const fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+
+    /// When the attempt was admitted.
+    pub const fn admitted_at(&self) -> Instant {
+        self.admitted_at
+    }
+
+    /// Settles every policy, innermost first, then reports the execution (unless the verdict
+    /// is `Rejected`, which no statistic sees). Returns the attempt's duration.
+    pub fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
+        self,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) -> Duration {
+        let Attempt {
+            throttler,
+            breaker,
+            limiter,
+            bulkhead,
+            rate_limit,
+            admitted_at,
+            ..
+        } = self;
+        rate_limit.settle(verdict, env);
+        bulkhead.settle(verdict, env);
+        limiter.settle(verdict, env);
+        breaker.settle(verdict, env);
+        throttler.settle(verdict, env);
+        let duration = env.now - admitted_at;
+        if verdict.is_counted() {
+            env.observer.on_event(&Event::Executed {
+                verdict: *verdict,
+                duration,
+            });
+        }
+        duration
+    }
+}

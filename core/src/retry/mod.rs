@@ -1,0 +1,195 @@
+//! Retry: whether and when to try again, as a pure decision. The adapters do the sleeping.
+//!
+//! Retry is the outermost slot of a [`Pipeline`](crate::pipeline::Pipeline) and each attempt
+//! re-enters the whole stack, so the breaker, limiter and rate limiter are consulted again.
+//! What may be retried follows the verdict (spec §3.2): `Answered` and `Rejected` never,
+//! `Overload` and `Transient` yes, `Timeout` only when the caller declared the operation
+//! idempotent. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
+//! collapsed into "would have retried but the budget said no".
+
+use core::fmt;
+
+use crate::observe::Observer;
+use crate::permit::Env;
+use crate::random::Random;
+use crate::time::{Deadline, Instant};
+use crate::verdict::{Verdict, VerdictKind};
+
+/// What the retry driver knows about the attempt that just settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptOutcome {
+    /// The attempt's verdict.
+    pub verdict: Verdict,
+    /// Its number: 1 for the first attempt.
+    pub attempt: u32,
+    /// Whether the caller declared the operation idempotent (safe to repeat after a timeout).
+    pub idempotent: bool,
+    /// The call's overall deadline, if it has one.
+    pub deadline: Option<Deadline>,
+}
+
+/// The retry policy's answer after an attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RetryDecision {
+    /// The call is finished with an answer (`Success` or `Answered`).
+    Done,
+    /// Try again, not before this instant.
+    RetryAt(Instant),
+    /// Stop; the last attempt's outcome is final.
+    GiveUp(GiveUpReason),
+}
+
+/// Why a call that failed was not tried again.
+///
+/// ```
+/// use resilix::retry::GiveUpReason;
+/// use resilix::VerdictKind;
+///
+/// let r = GiveUpReason::NotRetryable(VerdictKind::Answered);
+/// assert_eq!(format!("{r}"), "not retryable: the last attempt was answered");
+/// assert_ne!(GiveUpReason::BudgetExceeded, GiveUpReason::AttemptsExhausted { attempts: 3 });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum GiveUpReason {
+    /// The verdict may not be retried (answered, rejected, or a timeout of a call not
+    /// declared idempotent).
+    NotRetryable(VerdictKind),
+    /// Every allowed attempt was made.
+    AttemptsExhausted {
+        /// How many attempts were made, the first included.
+        attempts: u32,
+    },
+    /// A retry was wanted, but the retry budget refused it.
+    BudgetExceeded,
+    /// The next attempt could not start before the deadline.
+    DeadlineWouldPass,
+    /// The upstream's `Retry-After` points past the deadline.
+    RetryAfterBeyondDeadline,
+}
+
+impl fmt::Display for GiveUpReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GiveUpReason::NotRetryable(kind) => {
+                write!(f, "not retryable: the last attempt was {kind}")
+            }
+            GiveUpReason::AttemptsExhausted { attempts } => {
+                write!(f, "attempts exhausted after {attempts}")
+            }
+            GiveUpReason::BudgetExceeded => {
+                f.write_str("would have retried, but the retry budget said no")
+            }
+            GiveUpReason::DeadlineWouldPass => {
+                f.write_str("the next attempt could not start before the deadline")
+            }
+            GiveUpReason::RetryAfterBeyondDeadline => {
+                f.write_str("the upstream's Retry-After lies beyond the deadline")
+            }
+        }
+    }
+}
+
+/// Decides, after each attempt, whether and when to try again.
+///
+/// `State` is the per-call memory (attempt count, the previous delay for decorrelated
+/// jitter); the policy itself is shared `&self` like every other policy.
+pub trait RetryPolicy {
+    /// Per-call state.
+    type State;
+
+    /// A call starts at `now` (its first attempt is about to be admitted).
+    fn begin(&self, now: Instant) -> Self::State;
+
+    /// The attempt described by `outcome` settled at `env.now`: finish, retry, or give up.
+    fn decide<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        state: &mut Self::State,
+        outcome: &AttemptOutcome,
+        env: &mut Env<'_, R, O>,
+    ) -> RetryDecision;
+}
+
+/// The verdict rule of spec §3.2, shared by every retry policy: `Ok(())` when the verdict may
+/// be retried at all, `Err(Done)` for an answer, `Err(GiveUp)` for a failure that must not be.
+///
+/// ```
+/// use resilix::retry::{retryable, GiveUpReason, RetryDecision};
+/// use resilix::{Verdict, VerdictKind};
+///
+/// assert_eq!(retryable(&Verdict::Transient, false), Ok(()));
+/// assert_eq!(retryable(&Verdict::Success, false), Err(RetryDecision::Done));
+/// assert_eq!(
+///     retryable(&Verdict::Timeout, false),
+///     Err(RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Timeout)))
+/// );
+/// assert_eq!(retryable(&Verdict::Timeout, true), Ok(()));
+/// ```
+pub const fn retryable(verdict: &Verdict, idempotent: bool) -> Result<(), RetryDecision> {
+    match verdict {
+        Verdict::Success | Verdict::Answered => Err(RetryDecision::Done),
+        Verdict::Overload { .. } | Verdict::Transient => Ok(()),
+        Verdict::Timeout if idempotent => Ok(()),
+        Verdict::Timeout | Verdict::Rejected(_) => Err(RetryDecision::GiveUp(
+            GiveUpReason::NotRetryable(verdict.kind()),
+        )),
+    }
+}
+
+/// The absent retry policy: one attempt, then give up.
+///
+/// ```
+/// use resilix::retry::{AttemptOutcome, GiveUpReason, NoRetry, RetryDecision, RetryPolicy};
+/// use resilix::permit::Env;
+/// use resilix::random::SeededRandom;
+/// use resilix::time::Instant;
+/// use resilix::Verdict;
+///
+/// let mut rng = SeededRandom::new(1);
+/// let mut env = Env::new(Instant::ZERO, &mut rng);
+/// let outcome = AttemptOutcome { verdict: Verdict::Transient, attempt: 1, idempotent: false, deadline: None };
+/// assert_eq!(
+///     NoRetry.decide(&mut (), &outcome, &mut env),
+///     RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted { attempts: 1 })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoRetry;
+
+impl RetryPolicy for NoRetry {
+    type State = ();
+
+    fn begin(&self, _now: Instant) {}
+
+    fn decide<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        _state: &mut (),
+        outcome: &AttemptOutcome,
+        _env: &mut Env<'_, R, O>,
+    ) -> RetryDecision {
+        match retryable(&outcome.verdict, outcome.idempotent) {
+            Err(decision) => decision,
+            Ok(()) => RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted {
+                attempts: outcome.attempt,
+            }),
+        }
+    }
+}
+
+impl<P: RetryPolicy + ?Sized> RetryPolicy for &P {
+    type State = P::State;
+
+    fn begin(&self, now: Instant) -> P::State {
+        (**self).begin(now)
+    }
+
+    fn decide<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        state: &mut P::State,
+        outcome: &AttemptOutcome,
+        env: &mut Env<'_, R, O>,
+    ) -> RetryDecision {
+        (**self).decide(state, outcome, env)
+    }
+}

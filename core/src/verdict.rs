@@ -1,0 +1,193 @@
+//! What one attempt's outcome means, for every policy at once.
+//!
+//! A classifier turns a call's result into a [`Verdict`]; each policy then reads the verdict
+//! its own way (DESIGN.md §6):
+//!
+//! | verdict | breaker | throttler | retry | budget | limiter |
+//! |---|---|---|---|---|---|
+//! | `Success` | success | accept | done | — | latency sample |
+//! | `Answered` | success | accept | never retried | — | latency sample |
+//! | `Overload` | failure | not accept | after Retry-After if given | spends on retry | drop signal |
+//! | `Transient` | failure | not accept | yes | spends on retry | — |
+//! | `Timeout` | failure | not accept | only if idempotent | spends on retry | drop signal |
+//! | `Rejected` | invisible | invisible | never retried | — | invisible |
+
+use core::fmt;
+use core::time::Duration;
+
+use crate::rejection::RejectReason;
+
+/// The meaning of one attempt's outcome.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::Verdict;
+///
+/// let v = Verdict::Overload { retry_after: Some(Duration::from_secs(2)) };
+/// assert!(v.is_failure());
+/// assert!(!v.is_accept());
+/// assert!(Verdict::Answered.is_accept()); // a 404 means the upstream worked
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Verdict {
+    /// The call did what was asked.
+    Success,
+    /// The upstream worked, but the caller was wrong (a 4xx). Never retried: a retry cannot
+    /// change the answer.
+    Answered,
+    /// The upstream said it is overloaded (429, 503), optionally with how long to wait.
+    Overload {
+        /// The upstream's `Retry-After`, relative to when the verdict was reached.
+        retry_after: Option<Duration>,
+    },
+    /// A failure that a retry may not repeat (connection reset, 500).
+    Transient,
+    /// No answer in time. The attempt may still be running upstream, so it is retried only when
+    /// the caller declared the operation idempotent.
+    Timeout,
+    /// We refused the call ourselves (a policy in a nested pipeline); the upstream never saw it.
+    /// Invisible to every statistic and never retried.
+    Rejected(RejectReason),
+}
+
+impl Verdict {
+    /// Whether the breaker counts this as a failure: overload, transient, timeout.
+    pub const fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            Verdict::Overload { .. } | Verdict::Transient | Verdict::Timeout
+        )
+    }
+
+    /// Whether the upstream did the work (the throttler's "accept"): success and answered.
+    pub const fn is_accept(&self) -> bool {
+        matches!(self, Verdict::Success | Verdict::Answered)
+    }
+
+    /// Whether any statistic may count this outcome: everything but `Rejected`.
+    pub const fn is_counted(&self) -> bool {
+        !matches!(self, Verdict::Rejected(_))
+    }
+
+    /// The upstream's `Retry-After`, if this is an overload that carried one.
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Verdict::Overload { retry_after } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The verdict's kind, without its payload (for events, metrics and give-up reasons).
+    pub const fn kind(&self) -> VerdictKind {
+        match self {
+            Verdict::Success => VerdictKind::Success,
+            Verdict::Answered => VerdictKind::Answered,
+            Verdict::Overload { .. } => VerdictKind::Overload,
+            Verdict::Transient => VerdictKind::Transient,
+            Verdict::Timeout => VerdictKind::Timeout,
+            Verdict::Rejected(_) => VerdictKind::Rejected,
+        }
+    }
+}
+
+/// A [`Verdict`] without its payload.
+///
+/// ```
+/// use resilix::{Verdict, VerdictKind};
+/// assert_eq!(Verdict::Timeout.kind(), VerdictKind::Timeout);
+/// assert_eq!(VerdictKind::Overload.as_str(), "overload");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum VerdictKind {
+    /// See [`Verdict::Success`].
+    Success,
+    /// See [`Verdict::Answered`].
+    Answered,
+    /// See [`Verdict::Overload`].
+    Overload,
+    /// See [`Verdict::Transient`].
+    Transient,
+    /// See [`Verdict::Timeout`].
+    Timeout,
+    /// See [`Verdict::Rejected`].
+    Rejected,
+}
+
+impl VerdictKind {
+    /// Every kind, in declaration order (for metrics tables).
+    pub const ALL: [VerdictKind; 6] = [
+        VerdictKind::Success,
+        VerdictKind::Answered,
+        VerdictKind::Overload,
+        VerdictKind::Transient,
+        VerdictKind::Timeout,
+        VerdictKind::Rejected,
+    ];
+
+    /// A stable lower-case name, for logs and metric labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Success => "success",
+            VerdictKind::Answered => "answered",
+            VerdictKind::Overload => "overload",
+            VerdictKind::Transient => "transient",
+            VerdictKind::Timeout => "timeout",
+            VerdictKind::Rejected => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_accounting_table_of_design_section_6() {
+        let overload = Verdict::Overload { retry_after: None };
+        let rejected = Verdict::Rejected(RejectReason::BulkheadFull);
+        // (verdict, breaker failure, throttler accept, counted at all)
+        let table = [
+            (Verdict::Success, false, true, true),
+            (Verdict::Answered, false, true, true),
+            (overload, true, false, true),
+            (Verdict::Transient, true, false, true),
+            (Verdict::Timeout, true, false, true),
+            (rejected, false, false, false),
+        ];
+        for (v, failure, accept, counted) in table {
+            assert_eq!(v.is_failure(), failure, "{v:?}");
+            assert_eq!(v.is_accept(), accept, "{v:?}");
+            assert_eq!(v.is_counted(), counted, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_only_from_overload() {
+        let d = Duration::from_secs(3);
+        assert_eq!(
+            Verdict::Overload {
+                retry_after: Some(d)
+            }
+            .retry_after(),
+            Some(d)
+        );
+        assert_eq!(Verdict::Transient.retry_after(), None);
+    }
+
+    #[test]
+    fn kinds_are_distinct_and_named() {
+        for (i, a) in VerdictKind::ALL.iter().enumerate() {
+            for b in &VerdictKind::ALL[i + 1..] {
+                assert_ne!(a.as_str(), b.as_str());
+            }
+        }
+    }
+}
