@@ -33,7 +33,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub(crate) mod slots;
 pub(crate) mod sync;
+pub(crate) mod window;
 
 pub mod call;
 pub mod classify;

@@ -1,0 +1,108 @@
+//! An exact counter of held slots under a cap: the one mechanism behind the bulkhead, the
+//! limiter's in-flight count and the breaker's half-open probes.
+//!
+//! `try_acquire` is a compare-and-swap loop, so the cap holds exactly under any concurrency:
+//! no interleaving of acquires ever lets the count pass the cap in force at the time of the
+//! swap. The cap is an argument, not a field, so a policy whose cap moves (the adaptive
+//! limiter) uses the same counter.
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// A count of held slots.
+#[derive(Debug)]
+pub(crate) struct Slots {
+    held: AtomicU32,
+}
+
+#[allow(dead_code)] // each policy uses the part it needs
+impl Slots {
+    crate::sync::const_fn_unless_loom! {
+        /// No slot held.
+        pub(crate) fn new() -> Self {
+            Slots { held: AtomicU32::new(0) }
+        }
+    }
+
+    /// Takes one slot if fewer than `cap` are held. `Ok` carries the count including this one;
+    /// `Err` the count that was full.
+    pub(crate) fn try_acquire(&self, cap: u32) -> Result<u32, u32> {
+        let mut held = self.held.load(Ordering::Relaxed);
+        loop {
+            if held >= cap {
+                return Err(held);
+            }
+            // AcqRel: the slot is a hand-off point between the releasing and acquiring call.
+            match self.held.compare_exchange_weak(
+                held,
+                held + 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(held + 1),
+                Err(actual) => held = actual,
+            }
+        }
+    }
+
+    /// Gives one slot back. Saturates at zero so a logic error elsewhere can never wrap the
+    /// count to four billion and lock the policy shut.
+    pub(crate) fn release(&self) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |h| {
+                Some(h.saturating_sub(1))
+            });
+    }
+
+    /// How many slots are held now (a snapshot).
+    pub(crate) fn held(&self) -> u32 {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// Forgets every held slot (used when a policy resets a state whose holders are ignored
+    /// through an epoch check).
+    pub(crate) fn clear(&self) {
+        self.held.store(0, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+    use super::*;
+
+    #[test]
+    fn cap_edges() {
+        let s = Slots::new();
+        assert_eq!(s.try_acquire(0), Err(0), "a cap of zero admits nothing");
+        assert_eq!(s.try_acquire(1), Ok(1));
+        assert_eq!(s.try_acquire(1), Err(1));
+        s.release();
+        assert_eq!(s.held(), 0);
+        s.release();
+        assert_eq!(s.held(), 0, "release saturates at zero");
+        assert_eq!(s.try_acquire(u32::MAX), Ok(1));
+    }
+
+    #[test]
+    fn many_threads_never_exceed_the_cap() {
+        use std::sync::atomic::{AtomicU32 as StdU32, Ordering as O};
+        let s = Slots::new();
+        let peak = StdU32::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..20_000 {
+                        if let Ok(n) = s.try_acquire(3) {
+                            peak.fetch_max(n, O::Relaxed);
+                            assert!(s.held() <= 3);
+                            s.release();
+                        }
+                    }
+                });
+            }
+        });
+        assert!(peak.load(O::Relaxed) <= 3);
+        assert_eq!(s.held(), 0, "every acquire was released");
+    }
+}

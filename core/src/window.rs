@@ -1,0 +1,207 @@
+//! A sliding window of counters in time buckets: the one mechanism behind the breaker's
+//! time-based failure rate, the throttler's two-minute request/accept counts and the retry
+//! budget's ratio.
+//!
+//! The window is a ring of `B` buckets, each `window / B` long, each holding `C` counters and
+//! the sequence number of the bucket period it counts. Adding to a counter finds the bucket
+//! for `now`, and if that bucket still holds an older period, claims it with a compare-and-swap
+//! on its sequence number and zeroes it first. Reading sums the buckets whose period lies in the
+//! last `B` periods, so the window covers between `B - 1` and `B` bucket lengths.
+//!
+//! How it is approximate, exactly: increments themselves are exact (`fetch_add`). Only at a
+//! bucket boundary can a few be lost: an increment that lands on a bucket between another
+//! thread's claim of it and that thread's zeroing is erased, so at most the increments of the
+//! threads crossing the same boundary at the same moment. A reader concurrent with a writer
+//! may see a counter of a bucket before its companion (calls before failures). Statistical
+//! windows may be approximate (DESIGN.md §4); nothing that must be exact lives here.
+//!
+//! Time going backwards re-claims the bucket for the earlier period (the later buckets become
+//! invisible until time catches up); sequence numbers are 32-bit and wrap after 2^32 bucket
+//! periods (136 years of one-second buckets).
+
+use core::time::Duration;
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::time::{Instant, duration_as_nanos_saturating};
+
+/// `B` buckets of `C` counters over a sliding window.
+#[derive(Debug)]
+pub(crate) struct TimeWindow<const B: usize, const C: usize> {
+    bucket_nanos: u64,
+    buckets: [Bucket<C>; B],
+}
+
+#[derive(Debug)]
+struct Bucket<const C: usize> {
+    period: AtomicU32,
+    counts: [AtomicU32; C],
+}
+
+impl<const C: usize> Bucket<C> {
+    crate::sync::const_fn_unless_loom! {
+        fn new() -> Self {
+            Bucket { period: AtomicU32::new(0), counts: zeroed_counters() }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+const fn zeroed_counters<const C: usize>() -> [AtomicU32; C] {
+    [const { AtomicU32::new(0) }; C]
+}
+
+#[cfg(loom)]
+fn zeroed_counters<const C: usize>() -> [AtomicU32; C] {
+    core::array::from_fn(|_| AtomicU32::new(0))
+}
+
+#[cfg(not(loom))]
+const fn new_buckets<const B: usize, const C: usize>() -> [Bucket<C>; B] {
+    [const { Bucket::new() }; B]
+}
+
+#[cfg(loom)]
+fn new_buckets<const B: usize, const C: usize>() -> [Bucket<C>; B] {
+    core::array::from_fn(|_| Bucket::new())
+}
+
+#[allow(dead_code)] // each policy uses the part it needs
+impl<const B: usize, const C: usize> TimeWindow<B, C> {
+    crate::sync::const_fn_unless_loom! {
+        /// A window `window` long. Each bucket is `window / B`, rounded up, and at least 1 ns.
+        /// `B` must be at least 1 (checked by the policies' config validation; a zero here is
+        /// treated as one bucket-less window that always reads zero).
+        pub(crate) fn new(window: Duration) -> Self {
+            let nanos = duration_as_nanos_saturating(window);
+            let b = if B == 0 { 1 } else { B as u64 };
+            let mut bucket_nanos = nanos / b + if nanos % b != 0 { 1 } else { 0 };
+            if bucket_nanos == 0 {
+                bucket_nanos = 1;
+            }
+            TimeWindow { bucket_nanos, buckets: new_buckets() }
+        }
+    }
+
+    /// The length of one bucket.
+    pub(crate) const fn bucket_length(&self) -> Duration {
+        Duration::from_nanos(self.bucket_nanos)
+    }
+
+    fn period(&self, now: Instant) -> u32 {
+        (now.as_nanos() / self.bucket_nanos) as u32
+    }
+
+    /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
+    pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
+        if B == 0 {
+            return;
+        }
+        let period = self.period(now);
+        let bucket = &self.buckets[period as usize % B];
+        let seen = bucket.period.load(Ordering::Acquire);
+        if seen != period
+            && bucket
+                .period
+                .compare_exchange(seen, period, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            for c in &bucket.counts {
+                c.store(0, Ordering::Release);
+            }
+        }
+        for (c, d) in bucket.counts.iter().zip(deltas) {
+            if d != 0 {
+                let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
+                    Some(v.saturating_add(d))
+                });
+            }
+        }
+    }
+
+    /// The sums of each counter over the window ending at `now`.
+    pub(crate) fn totals(&self, now: Instant) -> [u32; C] {
+        let mut sums = [0u32; C];
+        if B == 0 {
+            return sums;
+        }
+        let current = self.period(now);
+        for bucket in &self.buckets {
+            let period = bucket.period.load(Ordering::Acquire);
+            // Unsigned distance: a bucket "from the future" (time went backwards) is far away.
+            if (current.wrapping_sub(period) as usize) < B {
+                for (s, c) in sums.iter_mut().zip(&bucket.counts) {
+                    *s = s.saturating_add(c.load(Ordering::Acquire));
+                }
+            }
+        }
+        sums
+    }
+
+    /// Forgets everything.
+    pub(crate) fn clear(&self) {
+        for bucket in &self.buckets {
+            for c in &bucket.counts {
+                c.store(0, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn counts_accumulate_then_slide_out() {
+        let w: TimeWindow<4, 2> = TimeWindow::new(Duration::from_secs(4));
+        assert_eq!(w.bucket_length(), SEC);
+        w.add(Instant::from_millis(100), [1, 0]);
+        w.add(Instant::from_millis(1_100), [1, 1]);
+        assert_eq!(w.totals(Instant::from_millis(1_200)), [2, 1]);
+        // At t=4.5 s the buckets for periods 1..=4 are visible; period 0 has slid out.
+        assert_eq!(w.totals(Instant::from_millis(4_500)), [1, 1]);
+        assert_eq!(w.totals(Instant::from_millis(5_000)), [0, 0]);
+    }
+
+    #[test]
+    fn a_reused_bucket_is_zeroed_first() {
+        let w: TimeWindow<2, 1> = TimeWindow::new(Duration::from_secs(2));
+        w.add(Instant::from_secs(0), [5]);
+        w.add(Instant::from_secs(2), [1]); // same slot, new period
+        assert_eq!(w.totals(Instant::from_secs(2)), [1]);
+    }
+
+    #[test]
+    fn a_year_later_the_window_is_empty() {
+        let w: TimeWindow<10, 1> = TimeWindow::new(Duration::from_secs(120));
+        w.add(Instant::from_secs(5), [7]);
+        let year = Instant::from_secs(5 + 365 * 86_400);
+        assert_eq!(w.totals(year), [0]);
+        w.add(year, [1]);
+        assert_eq!(w.totals(year), [1]);
+    }
+
+    #[test]
+    fn time_backwards_hides_future_buckets_and_never_panics() {
+        let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_secs(4));
+        w.add(Instant::from_secs(10), [3]);
+        assert_eq!(w.totals(Instant::from_secs(2)), [0]);
+        w.add(Instant::from_secs(2), [1]);
+        assert_eq!(w.totals(Instant::from_secs(2)), [1]);
+        w.add(Instant::MAX, [1]);
+        assert_eq!(w.totals(Instant::MAX), [1]);
+        w.add(Instant::ZERO, [u32::MAX]);
+        w.add(Instant::ZERO, [u32::MAX]);
+        assert_eq!(w.totals(Instant::ZERO), [u32::MAX], "counts saturate");
+    }
+
+    #[test]
+    fn tiny_windows_have_one_nanosecond_buckets() {
+        let w: TimeWindow<8, 1> = TimeWindow::new(Duration::ZERO);
+        assert_eq!(w.bucket_length(), Duration::from_nanos(1));
+        w.clear();
+        assert_eq!(w.totals(Instant::ZERO), [0]);
+    }
+}
