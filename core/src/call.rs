@@ -122,10 +122,8 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
         &mut self,
         env: &mut Env<'_, R, O>,
     ) -> Result<Attempt<'p, T, B, L, H, Rl>, Stop> {
-        if let Some(d) = self.options.deadline {
-            if d.has_passed(env.now) {
-                return Err(Stop::DeadlinePassed);
-            }
+        if self.options.deadline.is_some_and(|d| d.has_passed(env.now)) {
+            return Err(Stop::DeadlinePassed);
         }
         let attempt = self
             .pipeline

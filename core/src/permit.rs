@@ -119,8 +119,8 @@ impl Policy for () {
     type Permit<'a> = ();
 
     #[inline(always)]
-    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
-        &'a self,
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
         _env: &mut Env<'_, R, O>,
     ) -> Result<(), Rejection> {
         Ok(())
@@ -147,10 +147,10 @@ impl<P: Policy + ?Sized> Policy for &P {
         Self: 'a;
 
     #[inline(always)]
-    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
-        &'a self,
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
         env: &mut Env<'_, R, O>,
-    ) -> Result<Self::Permit<'a>, Rejection> {
+    ) -> Result<Self::Permit<'_>, Rejection> {
         (**self).admit(env)
     }
 }

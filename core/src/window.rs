@@ -74,7 +74,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         pub(crate) fn new(window: Duration) -> Self {
             let nanos = duration_as_nanos_saturating(window);
             let b = if B == 0 { 1 } else { B as u64 };
-            let mut bucket_nanos = nanos / b + if nanos % b != 0 { 1 } else { 0 };
+            let mut bucket_nanos = nanos.div_ceil(b);
             if bucket_nanos == 0 {
                 bucket_nanos = 1;
             }

@@ -57,7 +57,7 @@ impl TickScale {
     pub(crate) const fn ticks_in(self, d: Duration) -> u32 {
         let nanos = duration_as_nanos_saturating(d);
         let unit = 1u64 << self.shift;
-        let t = nanos / unit + if nanos % unit != 0 { 1 } else { 0 };
+        let t = nanos.div_ceil(unit);
         if t > u32::MAX as u64 {
             u32::MAX
         } else {
