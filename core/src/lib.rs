@@ -39,6 +39,7 @@ pub(crate) mod window;
 
 pub mod call;
 pub mod classify;
+pub mod execute;
 pub mod observe;
 pub mod permit;
 pub mod pipeline;
@@ -49,4 +50,9 @@ pub mod time;
 pub mod verdict;
 
 pub use rejection::{RejectReason, Rejection};
+
+/// The README's examples, compiled and run as doc tests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
 pub use verdict::{Verdict, VerdictKind};

@@ -1,0 +1,293 @@
+//! The async retry loop, written once for every runtime.
+//!
+//! [`execute`] drives a [`Call`](crate::call::Call) from async code: admit, race the attempt
+//! against its deadline, classify, settle, ask retry, sleep (never past the deadline), loop. It
+//! is `no_std` and allocation-free; a runtime contributes only a [`Timer`] (its clock and its
+//! sleep). The tokio, embassy and async-std adapters are that `Timer` plus conveniences, so
+//! every adapter has the same semantics by construction.
+//!
+//! Cancellation safety: dropping the returned future at any await point drops the live
+//! attempt, whose permits give back what they hold (bulkhead slot, in-flight count, half-open
+//! probe) and record no outcome.
+//!
+//! ```
+//! use core::future::{Future, Ready, ready};
+//! use core::time::Duration;
+//! use resilix::call::CallOptions;
+//! use resilix::classify::ResultClassifier;
+//! use resilix::execute::{execute, Timer};
+//! use resilix::pipeline::Pipeline;
+//! use resilix::random::SeededRandom;
+//! use resilix::time::{Clock, Instant, ManualClock};
+//!
+//! /// A timer on a manual clock whose sleeps complete at once by moving the clock.
+//! struct Jump(ManualClock);
+//! impl Timer for Jump {
+//!     type Sleep<'a> = Ready<()>;
+//!     fn now(&self) -> Instant { self.0.now() }
+//!     fn sleep_until(&self, at: Instant) -> Ready<()> {
+//!         if at > self.0.now() { self.0.set(at); }
+//!         ready(())
+//!     }
+//! }
+//!
+//! let timer = Jump(ManualClock::new(Instant::ZERO));
+//! let pipeline = Pipeline::new();
+//! let mut rng = SeededRandom::new(3);
+//! let classifier = ResultClassifier::new();
+//! let fut = execute(&pipeline, &timer, &mut rng, &(), CallOptions::default(), &classifier,
+//!     || ready(Ok::<u32, ()>(7)));
+//! // Any executor runs it; this one completes on the first poll.
+//! let out = poll_once(fut);
+//! assert_eq!(out, Some(Ok(Ok(7))));
+//! # fn poll_once<F: Future>(f: F) -> Option<F::Output> {
+//! #     let mut f = core::pin::pin!(f);
+//! #     let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+//! #     match f.as_mut().poll(&mut cx) { core::task::Poll::Ready(v) => Some(v), _ => None }
+//! # }
+//! ```
+
+use core::fmt;
+use core::future::{Future, poll_fn};
+use core::pin::pin;
+use core::task::Poll;
+
+use crate::call::{CallOptions, Next, Stop};
+use crate::classify::Classify;
+use crate::observe::Observer;
+use crate::permit::{Env, Policy};
+use crate::pipeline::Pipeline;
+use crate::random::Random;
+use crate::rejection::Rejection;
+use crate::retry::{GiveUpReason, RetryPolicy};
+use crate::time::Instant;
+use crate::verdict::Verdict;
+
+/// What a runtime lends the retry loop: its clock and its sleep.
+///
+/// `now` must be on the same timeline the sleeps use. Sleeping until an instant already past
+/// must complete promptly.
+pub trait Timer {
+    /// The future `sleep_until` returns.
+    type Sleep<'a>: Future<Output = ()>
+    where
+        Self: 'a;
+
+    /// The current instant.
+    fn now(&self) -> Instant;
+
+    /// A future that completes at `at`.
+    fn sleep_until(&self, at: Instant) -> Self::Sleep<'_>;
+}
+
+/// What the last attempt produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempted<T> {
+    /// The operation returned this (and it was classified as a failure).
+    Output(T),
+    /// The attempt's deadline fired first; the operation's future was dropped.
+    TimedOut,
+}
+
+/// Why [`execute`] returned without an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecuteError<T> {
+    /// A policy refused an attempt. Never retried: retrying at once just re-refuses.
+    Refused {
+        /// Which policy, and when it would admit again.
+        rejection: Rejection,
+        /// How many attempts had been made before the refusal.
+        attempts: u32,
+        /// The previous attempt's outcome, when the refusal came on a retry.
+        last: Option<Attempted<T>>,
+    },
+    /// The retry policy gave up.
+    GaveUp {
+        /// Why it did not try again.
+        reason: GiveUpReason,
+        /// How many attempts were made.
+        attempts: u32,
+        /// What the last attempt produced.
+        last: Attempted<T>,
+    },
+    /// The call's deadline passed before another attempt could start.
+    DeadlinePassed {
+        /// How many attempts were made.
+        attempts: u32,
+        /// The previous attempt's outcome, if there was one.
+        last: Option<Attempted<T>>,
+    },
+}
+
+impl<T> ExecuteError<T> {
+    /// The rejection, if a policy refused.
+    pub fn rejection(&self) -> Option<Rejection> {
+        match self {
+            ExecuteError::Refused { rejection, .. } => Some(*rejection),
+            _ => None,
+        }
+    }
+
+    /// How many attempts reached the upstream.
+    pub fn attempts(&self) -> u32 {
+        match self {
+            ExecuteError::Refused { attempts, .. }
+            | ExecuteError::GaveUp { attempts, .. }
+            | ExecuteError::DeadlinePassed { attempts, .. } => *attempts,
+        }
+    }
+}
+
+impl<T> fmt::Display for ExecuteError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecuteError::Refused {
+                rejection,
+                attempts,
+                ..
+            } => {
+                write!(f, "refused after {attempts} attempt(s): {rejection}")
+            }
+            ExecuteError::GaveUp {
+                reason,
+                attempts,
+                last,
+            } => {
+                let last = match last {
+                    Attempted::Output(_) => "a failure",
+                    Attempted::TimedOut => "a timeout",
+                };
+                write!(
+                    f,
+                    "gave up after {attempts} attempt(s), the last {last}: {reason}"
+                )
+            }
+            ExecuteError::DeadlinePassed { attempts, .. } => {
+                write!(f, "the deadline passed after {attempts} attempt(s)")
+            }
+        }
+    }
+}
+
+impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
+
+/// Runs `operation` through `pipeline` until it succeeds, is refused, or retry gives up.
+///
+/// `operation` is called once per attempt and returns a future (it may borrow the caller's
+/// state). Each attempt is raced against its deadline (the tighter of the pipeline's attempt
+/// timeout and the call's deadline); when the deadline wins, the attempt's future is dropped and
+/// it settles as [`Verdict::Timeout`]. `classifier` turns each output into a verdict; `Success`
+/// and `Answered` end the call with `Ok(output)`.
+#[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
+pub async fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
+    pipeline: &Pipeline<Rt, T, B, L, H, Rl>,
+    timer: &Tm,
+    rng: &mut R,
+    observer: &O,
+    options: CallOptions,
+    classifier: &C,
+    mut operation: F,
+) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+where
+    Rt: RetryPolicy,
+    T: Policy,
+    B: Policy,
+    L: Policy,
+    H: Policy,
+    Rl: Policy,
+    Tm: Timer + ?Sized,
+    R: Random + ?Sized,
+    O: Observer + ?Sized,
+    C: Classify<Fut::Output> + ?Sized,
+    F: FnMut() -> Fut,
+    Fut: Future,
+{
+    let mut call = pipeline.call(timer.now(), options);
+    let mut last: Option<Attempted<Fut::Output>> = None;
+    loop {
+        let attempt = {
+            let mut env = Env {
+                now: timer.now(),
+                rng: &mut *rng,
+                observer,
+            };
+            match call.admit(&mut env) {
+                Ok(attempt) => attempt,
+                Err(Stop::Refused(rejection)) => {
+                    return Err(ExecuteError::Refused {
+                        rejection,
+                        attempts: call.attempts(),
+                        last,
+                    });
+                }
+                Err(Stop::DeadlinePassed) => {
+                    return Err(ExecuteError::DeadlinePassed {
+                        attempts: call.attempts(),
+                        last,
+                    });
+                }
+            }
+        };
+        let outcome = match attempt.deadline() {
+            Some(deadline) => race(operation(), timer.sleep_until(deadline.instant())).await,
+            None => Some(operation().await),
+        };
+        let verdict = match &outcome {
+            Some(output) => classifier.classify(output),
+            None => Verdict::Timeout,
+        };
+        let next = {
+            let mut env = Env {
+                now: timer.now(),
+                rng: &mut *rng,
+                observer,
+            };
+            call.settle(attempt, &verdict, &mut env)
+        };
+        let attempted = match outcome {
+            Some(output) => Attempted::Output(output),
+            None => Attempted::TimedOut,
+        };
+        match next {
+            Next::Done => {
+                return match attempted {
+                    Attempted::Output(output) => Ok(output),
+                    // A classifier cannot call a timeout an answer; treat it as one that gave up.
+                    Attempted::TimedOut => Err(ExecuteError::GaveUp {
+                        reason: GiveUpReason::NotRetryable(Verdict::Timeout.kind()),
+                        attempts: call.attempts(),
+                        last: Attempted::TimedOut,
+                    }),
+                };
+            }
+            Next::GiveUp(reason) => {
+                return Err(ExecuteError::GaveUp {
+                    reason,
+                    attempts: call.attempts(),
+                    last: attempted,
+                });
+            }
+            Next::RetryAt(at) => {
+                last = Some(attempted);
+                timer.sleep_until(at).await;
+            }
+        }
+    }
+}
+
+/// The output of `work`, or `None` if `timeout` completes first. Polls `work` first, so a
+/// result that is ready at the deadline still counts.
+async fn race<W: Future, S: Future<Output = ()>>(work: W, timeout: S) -> Option<W::Output> {
+    let mut work = pin!(work);
+    let mut timeout = pin!(timeout);
+    poll_fn(|cx| {
+        if let Poll::Ready(v) = work.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        if timeout.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
