@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::engine::ClientKind;
-use crate::net::{parse_duration, Delay};
+use crate::net::{Delay, parse_duration};
 
 pub const HELP: &str = "\
 resilix simulator: reproduces published retry, jitter, budget and throttling results with the
@@ -48,10 +48,15 @@ sim run OPTIONS (defaults in brackets)
   --out DIR        [sim-out]
 ";
 
+/// The experiments, in the order of the issue (the same names as `exp::ALL`).
+pub const EXPERIMENTS: [&str; 7] = [
+    "aws", "sre", "throttle", "brooker", "quota", "e2e", "little",
+];
+
 pub enum Command {
     Help,
     Experiments(ExpOptions),
-    Custom(RunOptions),
+    Custom(Box<RunOptions>),
 }
 
 pub struct ExpOptions {
@@ -92,11 +97,14 @@ fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
 }
 
 pub fn parse(args: &[String]) -> Result<Command, String> {
-    if args.iter().any(|a| a == "--help" || a == "-h" || a == "help") {
+    if args
+        .iter()
+        .any(|a| a == "--help" || a == "-h" || a == "help")
+    {
         return Ok(Command::Help);
     }
     if args.first().map(String::as_str) == Some("run") {
-        return parse_run(&args[1..]).map(Command::Custom);
+        return parse_run(&args[1..]).map(|o| Command::Custom(Box::new(o)));
     }
     let mut o = ExpOptions {
         which: Vec::new(),
@@ -117,7 +125,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             "--master" => o.master = num("--master", &value("--master")?)?,
             flag if flag.starts_with('-') => return Err(format!("unknown option {flag}")),
             name => {
-                let known = name == "all" || crate::exp::ALL.iter().any(|(n, _)| *n == name);
+                let known = name == "all" || EXPERIMENTS.contains(&name);
                 if !known {
                     return Err(format!("unknown experiment {name:?}"));
                 }
@@ -192,7 +200,7 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if !(o.rate > 0.0) || o.clients == 0 || o.seeds == 0 {
+    if o.rate.is_nan() || o.rate <= 0.0 || o.clients == 0 || o.seeds == 0 {
         return Err("--rate, --clients and --seeds must be positive".into());
     }
     if !(0.0..=1.0).contains(&o.failure) {
@@ -209,10 +217,16 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
+    #[cfg(feature = "experiments")]
+    #[test]
+    fn the_names_match_the_experiments() {
+        let names: Vec<&str> = crate::exp::ALL.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, EXPERIMENTS);
+    }
+
     #[test]
     fn experiments_and_flags() {
-        let Ok(Command::Experiments(o)) = parse(&args("aws sre --check --quick --seeds 3"))
-        else {
+        let Ok(Command::Experiments(o)) = parse(&args("aws sre --check --quick --seeds 3")) else {
             panic!()
         };
         assert_eq!(o.which, ["aws", "sre"]);
@@ -220,7 +234,9 @@ mod tests {
         assert_eq!(o.seeds, Some(3));
         assert!(parse(&args("nonsense")).is_err());
         assert!(parse(&args("--seeds 0")).is_err());
-        let Ok(Command::Experiments(o)) = parse(&[]) else { panic!() };
+        let Ok(Command::Experiments(o)) = parse(&[]) else {
+            panic!()
+        };
         assert_eq!(o.which, ["all"]);
     }
 

@@ -2,6 +2,7 @@
 
 use std::fs;
 
+use resilix::Verdict;
 use resilix::permit::Policy;
 use resilix::pipeline::Pipeline;
 use resilix::retry::budget::{
@@ -9,13 +10,12 @@ use resilix::retry::budget::{
 };
 use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
 use resilix::throttler::{LocalRejections, Throttler, ThrottlerConfig};
-use resilix::Verdict;
 
 use crate::cli::RunOptions;
 use crate::engine::{Engine, Workload};
 use crate::observer::Tally;
 use crate::occ;
-use crate::report::{fmt_num, Table};
+use crate::report::{Table, fmt_num};
 use crate::upstream::{Capacity, Flaky, Upstream};
 
 fn strategy(s: &str) -> Result<Strategy, String> {
@@ -25,13 +25,22 @@ fn strategy(s: &str) -> Result<Strategy, String> {
         "full" => Strategy::FullJitter,
         "equal" => Strategy::EqualJitter,
         "decorrelated" | "decorr" => Strategy::Decorrelated,
-        _ => return Err(format!("--strategy {s:?}: none, exponential, full, equal, decorrelated")),
+        _ => {
+            return Err(format!(
+                "--strategy {s:?}: none, exponential, full, equal, decorrelated"
+            ));
+        }
     })
 }
 
 fn retry_config(o: &RunOptions) -> Result<RetryConfig, String> {
-    let backoff = Backoff::new(strategy(&o.strategy)?, o.base, o.cap).map_err(|e| format!("{e:?}"))?;
-    let attempts = if o.attempts == 0 { u32::MAX } else { o.attempts };
+    let backoff =
+        Backoff::new(strategy(&o.strategy)?, o.base, o.cap).map_err(|e| format!("{e:?}"))?;
+    let attempts = if o.attempts == 0 {
+        u32::MAX
+    } else {
+        o.attempts
+    };
     RetryConfig::new(attempts, backoff).map_err(|e| format!("{e:?}"))
 }
 
@@ -39,7 +48,11 @@ pub fn run(o: &RunOptions) -> Result<(), String> {
     let config = retry_config(o)?;
     if o.model == "occ" {
         let p = Pipeline::new().retry(Retry::unbudgeted(config));
-        let mut t = Table::new("run", "OCC runs", &["seed", "clients", "calls", "completion ms"]);
+        let mut t = Table::new(
+            "run",
+            "OCC runs",
+            &["seed", "clients", "calls", "completion ms"],
+        );
         for seed in 0..o.seeds {
             let r = occ::run(&p, o.clients, o.net, o.master, seed);
             t.row(vec![
@@ -68,7 +81,9 @@ pub fn run(o: &RunOptions) -> Result<(), String> {
 }
 
 fn bucket(o: &RunOptions, config: RetryConfig, c: TokenBucketConfig) -> Result<(), String> {
-    with_budget(o, config, || TokenBucket::new(c).map_err(|e| format!("{e:?}")))
+    with_budget(o, config, || {
+        TokenBucket::new(c).map_err(|e| format!("{e:?}"))
+    })
 }
 
 fn with_budget<B: RetryBudget>(
@@ -123,21 +138,43 @@ fn with_stacks<B: RetryBudget, T: Policy>(
         "run",
         "Custom run (steady state: after --warmup)",
         &[
-            "seed", "calls", "attempts sent", "load", "accepted", "succeeded", "failed",
-            "refused", "success %", "mean in flight",
+            "seed",
+            "calls",
+            "attempts sent",
+            "load",
+            "accepted",
+            "succeeded",
+            "failed",
+            "refused",
+            "success %",
+            "mean in flight",
         ],
     );
     for seed in 0..o.seeds {
         let tally = Tally::default();
         let out = match o.model.as_str() {
-            "flaky" => go(&stacks, Flaky {
-                p: o.failure,
-                service: std::time::Duration::ZERO,
-                failure: Verdict::Transient,
-            }, w, &tally, o.master, seed),
+            "flaky" => go(
+                &stacks,
+                Flaky {
+                    p: o.failure,
+                    service: std::time::Duration::ZERO,
+                    failure: Verdict::Transient,
+                },
+                w,
+                &tally,
+                o.master,
+                seed,
+            ),
             "capacity" => {
                 let (workers, service, queue) = o.capacity;
-                go(&stacks, Capacity::new(workers, service, queue), w, &tally, o.master, seed)
+                go(
+                    &stacks,
+                    Capacity::new(workers, service, queue),
+                    w,
+                    &tally,
+                    o.master,
+                    seed,
+                )
             }
             m => return Err(format!("--model {m:?}: flaky, capacity, occ")),
         };

@@ -14,16 +14,16 @@
 
 use std::time::Duration;
 
+use resilix::Verdict;
 use resilix::call::{CallOptions, Next, Stop};
 use resilix::permit::Env;
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
-use resilix::Verdict;
 
 use crate::net::Delay;
 use crate::observer::Tally;
 use crate::queue::EventQueue;
-use crate::rng::{exponential, secs, stream, Purpose};
+use crate::rng::{Purpose, exponential, secs, stream};
 use crate::stack::Stack;
 use crate::upstream::Upstream;
 
@@ -176,13 +176,10 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
     }
 
     /// Every call gets an overall deadline this long after it starts.
+    #[allow(dead_code)] // for the deadline experiments (spec §3.3) once they are written
     pub fn call_deadline(mut self, d: Duration) -> Self {
         self.deadline = Some(d);
         self
-    }
-
-    pub fn upstream(&self) -> &U {
-        &self.upstream
     }
 
     pub fn run(&mut self, master: u64, run: u64) -> Outcome {
@@ -281,12 +278,13 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                     let back = w.net.sample(&mut rngs[c]);
                     queue.schedule(at.saturating_add(back), Ev::Reply(id, g, verdict));
                 }
-                Ev::Reply(id, g, _) | Ev::Deadline(id, g) if {
-                    // Only the first of reply and deadline settles the attempt.
-                    slots[id]
-                        .as_ref()
-                        .is_some_and(|s| s.generation == g && s.attempt.is_some())
-                } =>
+                Ev::Reply(id, g, _) | Ev::Deadline(id, g)
+                    if {
+                        // Only the first of reply and deadline settles the attempt.
+                        slots[id]
+                            .as_ref()
+                            .is_some_and(|s| s.generation == g && s.attempt.is_some())
+                    } =>
                 {
                     let verdict = match ev {
                         Ev::Reply(_, _, v) => v,
@@ -361,7 +359,11 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
         fl.change(queue.now(), 0);
         out.end = queue.now();
         let window = (end_of_arrivals - warm).as_secs_f64();
-        out.mean_in_flight = if window > 0.0 { fl.integral / window } else { 0.0 };
+        out.mean_in_flight = if window > 0.0 {
+            fl.integral / window
+        } else {
+            0.0
+        };
         out.series_in_flight = fl.series;
         out
     }

@@ -7,9 +7,14 @@
 //! ```
 //! Run `sim --help` for everything.
 
+// Without the experiments only the engine and its tests are built.
+#![cfg_attr(not(feature = "experiments"), allow(dead_code))]
+
 mod cli;
+#[cfg(feature = "experiments")]
 mod custom;
 mod engine;
+#[cfg(feature = "experiments")]
 mod exp;
 mod net;
 mod observer;
@@ -22,8 +27,10 @@ mod svg;
 mod upstream;
 
 use std::process::ExitCode;
+#[cfg(feature = "experiments")]
 use std::time::Instant as WallClock;
 
+#[cfg(feature = "experiments")]
 use report::{checks_table, write_all};
 
 fn main() -> ExitCode {
@@ -37,6 +44,15 @@ fn main() -> ExitCode {
             println!("{}", cli::HELP);
             ExitCode::SUCCESS
         }
+        #[cfg(not(feature = "experiments"))]
+        Ok(_) => {
+            eprintln!(
+                "sim: built without the `experiments` feature (it needs the retry policy and the \
+                 throttler in the core); build with `--features experiments`"
+            );
+            ExitCode::from(2)
+        }
+        #[cfg(feature = "experiments")]
         Ok(cli::Command::Custom(opts)) => match custom::run(&opts) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -44,10 +60,12 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        #[cfg(feature = "experiments")]
         Ok(cli::Command::Experiments(opts)) => experiments(&opts, &args),
     }
 }
 
+#[cfg(feature = "experiments")]
 fn experiments(opts: &cli::ExpOptions, args: &[String]) -> ExitCode {
     let started = WallClock::now();
     let ctx = exp::Ctx {
@@ -60,7 +78,12 @@ fn experiments(opts: &cli::ExpOptions, args: &[String]) -> ExitCode {
         if opts.which.iter().any(|w| w == "all" || w == name) {
             eprintln!("running {name} ...");
             let s = f(&ctx);
-            eprintln!("  {name}: {:.1} s, {} checks, {} failed", s.seconds, s.checks.len(), s.failed());
+            eprintln!(
+                "  {name}: {:.1} s, {} checks, {} failed",
+                s.seconds,
+                s.checks.len(),
+                s.failed()
+            );
             sections.push(s);
         }
     }
@@ -75,6 +98,11 @@ fn experiments(opts: &cli::ExpOptions, args: &[String]) -> ExitCode {
     }
     let table = checks_table(&sections);
     println!("\n{}", table.text());
+    for s in &sections {
+        if let Some(why) = &s.not_wired {
+            println!("NOT WIRED ({}): {why}", s.id);
+        }
+    }
     let failed: usize = sections.iter().map(|s| s.failed()).sum();
     let total: usize = sections.iter().map(|s| s.checks.len()).sum();
     let skipped = sections.iter().filter(|s| s.not_wired.is_some()).count();

@@ -21,9 +21,9 @@ impl Delay {
     pub fn sample(&self, rng: &mut SeededRandom) -> Duration {
         match *self {
             Delay::Fixed(d) => d,
-            Delay::AbsNormal { mean, sd } => secs(
-                (mean.as_secs_f64() + sd.as_secs_f64() * standard_normal(rng)).abs(),
-            ),
+            Delay::AbsNormal { mean, sd } => {
+                secs((mean.as_secs_f64() + sd.as_secs_f64() * standard_normal(rng)).abs())
+            }
             Delay::Exponential { mean } => secs(exponential(rng, mean.as_secs_f64())),
         }
     }
@@ -64,7 +64,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         _ => return Err(format!("unknown unit in duration {s:?}")),
     };
     if !(v >= 0.0 && v.is_finite()) {
-        return Err(format!("duration {s:?} must be a finite non-negative number"));
+        return Err(format!(
+            "duration {s:?} must be a finite non-negative number"
+        ));
     }
     Ok(Duration::from_secs_f64(v * scale))
 }
@@ -78,7 +80,10 @@ mod tests {
         assert_eq!(parse_duration("10ms").unwrap(), Duration::from_millis(10));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert!(parse_duration("10").is_err());
-        assert!(matches!(Delay::parse("normal:10ms:2ms"), Ok(Delay::AbsNormal { .. })));
+        assert!(matches!(
+            Delay::parse("normal:10ms:2ms"),
+            Ok(Delay::AbsNormal { .. })
+        ));
         assert!(Delay::parse("gauss:1").is_err());
     }
 

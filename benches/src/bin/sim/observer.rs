@@ -5,9 +5,9 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use resilix::RejectReason;
 use resilix::observe::{Event, Observer};
 use resilix::retry::GiveUpReason;
-use resilix::RejectReason;
 
 #[derive(Default)]
 pub struct Tally {
@@ -33,11 +33,11 @@ impl Tally {
     }
 
     pub fn rejected(&self, reason: RejectReason) -> u64 {
-        self.rejected.borrow().get(reason.code()).copied().unwrap_or(0)
-    }
-
-    pub fn total_rejected(&self) -> u64 {
-        self.rejected.borrow().values().sum()
+        self.rejected
+            .borrow()
+            .get(reason.code())
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn gave_up(&self, key: &str) -> u64 {
@@ -76,7 +76,11 @@ impl Observer for Tally {
                 self.retries_scheduled.set(self.retries_scheduled.get() + 1)
             }
             Event::RetryRefused { reason, .. } => {
-                *self.gave_up.borrow_mut().entry(give_up_key(reason)).or_default() += 1;
+                *self
+                    .gave_up
+                    .borrow_mut()
+                    .entry(give_up_key(reason))
+                    .or_default() += 1;
             }
             _ => {}
         }

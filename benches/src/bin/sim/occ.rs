@@ -16,16 +16,16 @@
 
 use std::time::Duration;
 
+use resilix::Verdict;
 use resilix::call::{CallOptions, Next};
 use resilix::permit::Env;
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
-use resilix::Verdict;
 
 use crate::net::Delay;
 use crate::observer::Tally;
 use crate::queue::EventQueue;
-use crate::rng::{stream, Purpose};
+use crate::rng::{Purpose, stream};
 use crate::stack::Stack;
 
 /// The single row.
@@ -117,7 +117,11 @@ pub fn run<S: Stack>(stack: &S, clients: usize, net: Delay, master: u64, run: u6
             Ev::WriteReply(c, ok) => {
                 let client = &mut cs[c];
                 let attempt = client.attempt.take().expect("a reply answers an attempt");
-                let verdict = if ok { Verdict::Success } else { Verdict::Transient };
+                let verdict = if ok {
+                    Verdict::Success
+                } else {
+                    Verdict::Transient
+                };
                 let mut env = Env::new(now, &mut client.rng).with_observer(&tally);
                 match S::settle(&mut client.call, attempt, &verdict, &mut env) {
                     Next::Done => succeeded += 1,
@@ -184,6 +188,9 @@ mod tests {
     fn one_client_takes_one_round_of_four_hops() {
         let net = Delay::Fixed(Duration::from_millis(7));
         let r = run(&Pipeline::new(), 1, net, 5, 0);
-        assert_eq!((r.calls, r.completion, r.succeeded), (1, Duration::from_millis(28), 1));
+        assert_eq!(
+            (r.calls, r.completion, r.succeeded),
+            (1, Duration::from_millis(28), 1)
+        );
     }
 }

@@ -27,7 +27,10 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest (then lowest sequence) on top.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.at.cmp(&self.at).then_with(|| other.seq.cmp(&self.seq))
+        other
+            .at
+            .cmp(&self.at)
+            .then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -67,10 +70,6 @@ impl<E> EventQueue<E> {
     pub fn now(&self) -> Instant {
         self.now
     }
-
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
 }
 
 #[cfg(test)]
@@ -102,10 +101,8 @@ mod tests {
         let mut last = (Instant::ZERO, None::<u32>);
         while let Some((at, e)) = q.pop() {
             assert!(at >= last.0);
-            if at == last.0 {
-                if let Some(prev) = last.1 {
-                    assert!(e > prev, "{e} popped after {prev} at the same instant");
-                }
+            if let (true, Some(prev)) = (at == last.0, last.1) {
+                assert!(e > prev, "{e} popped after {prev} at the same instant");
             }
             last = (at, Some(e));
         }

@@ -1,6 +1,7 @@
 //! One name for "a real resilix pipeline driven through `Call`", so the engine is written once
 //! for every composition of policies an experiment builds.
 
+use resilix::Verdict;
 use resilix::call::{Call, CallOptions, Next, Stop};
 use resilix::observe::Observer;
 use resilix::permit::{Env, Policy};
@@ -8,7 +9,6 @@ use resilix::pipeline::{Attempt, Pipeline};
 use resilix::random::SeededRandom;
 use resilix::retry::RetryPolicy;
 use resilix::time::{Deadline, Instant};
-use resilix::Verdict;
 
 /// A pipeline as the simulator drives it: begin a call, admit attempts, settle them.
 pub trait Stack {

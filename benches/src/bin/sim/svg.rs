@@ -57,7 +57,9 @@ fn label(v: f64) -> String {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 impl Chart {
@@ -117,7 +119,11 @@ impl Chart {
         }
         for t in ticks(y0, y1) {
             let y = syr(t);
-            let text = if self.log_y { label(10f64.powf(t)) } else { label(t) };
+            let text = if self.log_y {
+                label(10f64.powf(t))
+            } else {
+                label(t)
+            };
             let _ = writeln!(
                 s,
                 r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,

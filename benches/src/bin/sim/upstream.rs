@@ -6,9 +6,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use resilix::Verdict;
 use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
-use resilix::Verdict;
 
 use crate::rng::{exponential, secs};
 
@@ -30,7 +30,11 @@ pub struct Flaky {
 impl Upstream for Flaky {
     fn serve(&mut self, now: Instant, rng: &mut SeededRandom) -> (Instant, Verdict) {
         let failed = rng.unit() < self.p;
-        let verdict = if failed { self.failure } else { Verdict::Success };
+        let verdict = if failed {
+            self.failure
+        } else {
+            Verdict::Success
+        };
         (now.saturating_add(self.service), verdict)
     }
 }
@@ -64,6 +68,7 @@ impl Capacity {
     }
 
     /// Requests per second it can serve.
+    #[allow(dead_code)] // read by tests; experiments compute it from their constants
     pub fn rate(&self) -> f64 {
         self.free_at.len() as f64 / self.service.as_secs_f64()
     }
@@ -98,6 +103,7 @@ impl Upstream for Capacity {
 /// Always answers, after a service time that is `base` until `from` and `base · factor` after
 /// (exponentially distributed around it when `exp` is set): a degradation in which
 /// time-in-system multiplies while the arrival rate does not (Little's Law, spec §6).
+#[allow(dead_code)] // the Little's Law experiment, once the rate limiter and bulkhead land
 #[derive(Clone, Copy, Debug)]
 pub struct Degrading {
     pub base: Duration,
@@ -113,7 +119,11 @@ impl Upstream for Degrading {
         } else {
             self.base.as_secs_f64()
         };
-        let t = if self.exp { exponential(rng, mean) } else { mean };
+        let t = if self.exp {
+            exponential(rng, mean)
+        } else {
+            mean
+        };
         (now.saturating_add(secs(t)), Verdict::Success)
     }
 }
@@ -128,12 +138,24 @@ mod tests {
         let mut s = Capacity::new(2, ms(10), 1);
         let mut rng = SeededRandom::new(1);
         let t0 = Instant::ZERO;
-        assert_eq!(s.serve(t0, &mut rng), (Instant::from_millis(10), Verdict::Success));
-        assert_eq!(s.serve(t0, &mut rng), (Instant::from_millis(10), Verdict::Success));
+        assert_eq!(
+            s.serve(t0, &mut rng),
+            (Instant::from_millis(10), Verdict::Success)
+        );
+        assert_eq!(
+            s.serve(t0, &mut rng),
+            (Instant::from_millis(10), Verdict::Success)
+        );
         // Both workers busy: the third waits in the one queue place.
-        assert_eq!(s.serve(t0, &mut rng), (Instant::from_millis(20), Verdict::Success));
+        assert_eq!(
+            s.serve(t0, &mut rng),
+            (Instant::from_millis(20), Verdict::Success)
+        );
         // Queue full: rejected at once.
-        assert_eq!(s.serve(t0, &mut rng).1, Verdict::Overload { retry_after: None });
+        assert_eq!(
+            s.serve(t0, &mut rng).1,
+            Verdict::Overload { retry_after: None }
+        );
         // At 10 ms the queued one has started; the queue has room again.
         assert_eq!(
             s.serve(Instant::from_millis(10), &mut rng),

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant as WallClock};
 use resilix::pipeline::Pipeline;
 use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
 
-use super::{linear_fit, quadratic_fit, Ctx};
+use super::{Ctx, linear_fit, quadratic_fit};
 use crate::net::Delay;
 use crate::occ;
-use crate::report::{fmt_num, Check, Section, Table};
+use crate::report::{Check, Section, Table, fmt_num};
 use crate::svg::{Chart, Series};
 
 pub const STRATEGIES: [(Strategy, &str); 5] = [
@@ -40,7 +40,13 @@ pub fn point(strategy: Strategy, n: usize, runs: u64, master: u64) -> (f64, f64)
     let p = pipeline(strategy);
     let (mut calls, mut ms) = (0.0, 0.0);
     for r in 0..runs {
-        let out = occ::run(&p, n, net(), master ^ (n as u64) << 32 ^ (strategy as u64) << 48, r);
+        let out = occ::run(
+            &p,
+            n,
+            net(),
+            master ^ (n as u64) << 32 ^ (strategy as u64) << 48,
+            r,
+        );
         assert_eq!(out.gave_up, 0, "the published clients never give up");
         calls += out.calls as f64;
         ms += out.completion.as_secs_f64() * 1e3;
@@ -59,21 +65,93 @@ const N100: [(&str, f64, f64); 5] = [
 
 /// The reproduction with the published code, seed 1 (§1.4), calls / ms, for the table.
 const REPRO: [(usize, [(f64, f64); 5]); 8] = [
-    (10, [(50.0, 382.0), (51.0, 3590.0), (38.0, 465.0), (42.0, 732.0), (37.0, 434.0)]),
-    (20, [(151.0, 596.0), (151.0, 14817.0), (99.0, 1012.0), (107.0, 1683.0), (102.0, 802.0)]),
-    (30, [(286.0, 772.0), (277.0, 22486.0), (171.0, 1633.0), (183.0, 2674.0), (180.0, 1261.0)]),
-    (50, [(687.0, 1132.0), (624.0, 36237.0), (332.0, 2922.0), (347.0, 4303.0), (376.0, 2164.0)]),
-    (70, [(1262.0, 1499.0), (1058.0, 48417.0), (509.0, 3801.0), (526.0, 5386.0), (607.0, 3264.0)]),
-    (100, [(2421.0, 2027.0), (1853.0, 62862.0), (797.0, 4879.0), (812.0, 6658.0), (1002.0, 4530.0)]),
-    (150, [(5143.0, 2873.0), (3549.0, 86037.0), (1317.0, 6285.0), (1323.0, 8246.0), (1758.0, 6602.0)]),
-    (190, [(7997.0, 3538.0), (5186.0, 101357.0), (1771.0, 7427.0), (1759.0, 9487.0), (2441.0, 7887.0)]),
+    (
+        10,
+        [
+            (50.0, 382.0),
+            (51.0, 3590.0),
+            (38.0, 465.0),
+            (42.0, 732.0),
+            (37.0, 434.0),
+        ],
+    ),
+    (
+        20,
+        [
+            (151.0, 596.0),
+            (151.0, 14817.0),
+            (99.0, 1012.0),
+            (107.0, 1683.0),
+            (102.0, 802.0),
+        ],
+    ),
+    (
+        30,
+        [
+            (286.0, 772.0),
+            (277.0, 22486.0),
+            (171.0, 1633.0),
+            (183.0, 2674.0),
+            (180.0, 1261.0),
+        ],
+    ),
+    (
+        50,
+        [
+            (687.0, 1132.0),
+            (624.0, 36237.0),
+            (332.0, 2922.0),
+            (347.0, 4303.0),
+            (376.0, 2164.0),
+        ],
+    ),
+    (
+        70,
+        [
+            (1262.0, 1499.0),
+            (1058.0, 48417.0),
+            (509.0, 3801.0),
+            (526.0, 5386.0),
+            (607.0, 3264.0),
+        ],
+    ),
+    (
+        100,
+        [
+            (2421.0, 2027.0),
+            (1853.0, 62862.0),
+            (797.0, 4879.0),
+            (812.0, 6658.0),
+            (1002.0, 4530.0),
+        ],
+    ),
+    (
+        150,
+        [
+            (5143.0, 2873.0),
+            (3549.0, 86037.0),
+            (1317.0, 6285.0),
+            (1323.0, 8246.0),
+            (1758.0, 6602.0),
+        ],
+    ),
+    (
+        190,
+        [
+            (7997.0, 3538.0),
+            (5186.0, 101357.0),
+            (1771.0, 7427.0),
+            (1759.0, 9487.0),
+            (2441.0, 7887.0),
+        ],
+    ),
 ];
 
 pub fn run(ctx: &Ctx) -> Section {
     let started = WallClock::now();
-    let runs = ctx.seeds(100, 25);
+    let runs = ctx.seeds(100, 100);
     let ns: Vec<usize> = if ctx.quick {
-        vec![10, 30, 50, 70, 100, 150, 190]
+        vec![10, 50, 70, 100, 190]
     } else {
         (1..=19).map(|i| 10 * i).collect()
     };
@@ -107,9 +185,27 @@ pub fn run(ctx: &Ctx) -> Section {
         "calls-time",
         "Calls (writes) and completion time (ms) per strategy, ours vs the published code's (seed 1, §1.4)",
         &[
-            "N", "None calls", "pub", "Expo calls", "pub", "Full calls", "pub", "Equal calls", "pub",
-            "Decorr calls", "pub", "None ms", "pub", "Expo ms", "pub", "Full ms", "pub", "Equal ms",
-            "pub", "Decorr ms", "pub",
+            "N",
+            "None calls",
+            "pub",
+            "Expo calls",
+            "pub",
+            "Full calls",
+            "pub",
+            "Equal calls",
+            "pub",
+            "Decorr calls",
+            "pub",
+            "None ms",
+            "pub",
+            "Expo ms",
+            "pub",
+            "Full ms",
+            "pub",
+            "Equal ms",
+            "pub",
+            "Decorr ms",
+            "pub",
         ],
     );
     for (i, &n) in ns.iter().enumerate() {
@@ -135,11 +231,27 @@ pub fn run(ctx: &Ctx) -> Section {
     // A1: N = 100 absolute values.
     for (name, calls, ms) in N100 {
         let (c, m) = get(name, 100);
-        s.checks.push(Check::rel("A1", &format!("N=100 {name} calls"), c, calls, 0.05));
-        s.checks.push(Check::rel("A1", &format!("N=100 {name} time ms"), m, ms, 0.10));
+        s.checks.push(Check::rel(
+            "A1",
+            &format!("N=100 {name} calls"),
+            c,
+            calls,
+            0.05,
+        ));
+        s.checks.push(Check::rel(
+            "A1",
+            &format!("N=100 {name} time ms"),
+            m,
+            ms,
+            0.10,
+        ));
     }
     // A2: more than half.
-    let (full, expo, none) = (get("FullJitter", 100).0, get("Exponential", 100).0, get("None", 100).0);
+    let (full, expo, none) = (
+        get("FullJitter", 100).0,
+        get("Exponential", 100).0,
+        get("None", 100).0,
+    );
     s.checks.push(Check::new(
         "A2",
         "N=100 Full/Exponential calls < 0.5",
@@ -161,7 +273,7 @@ pub fn run(ctx: &Ctx) -> Section {
     let mut time_ok = true;
     let mut worst_eq_full: f64 = 0.0;
     let mut min_expo_over_full = f64::MAX;
-    for &n in ns.iter().filter(|&&n| (30..=100).contains(&n)) {
+    for &n in ns.iter().filter(|&&n| (50..=100).contains(&n)) {
         let c = |k| get(k, n).0;
         let m = |k| get(k, n).1;
         calls_ok &= c("None") > c("Exponential")
@@ -177,14 +289,18 @@ pub fn run(ctx: &Ctx) -> Section {
     }
     s.checks.push(Check::claim(
         "A3",
-        "calls None > Expo > Decorr > Equal, N 30–100",
-        if calls_ok { "holds".into() } else { "violated".into() },
+        "calls None > Expo > Decorr > Equal, N 50–100",
+        if calls_ok {
+            "holds".into()
+        } else {
+            "violated".into()
+        },
         "None > Expo > Decorr > Equal ≳ Full",
         calls_ok,
     ));
     s.checks.push(Check::new(
         "A3",
-        "calls |Equal − Full| / Full, worst N 30–100",
+        "calls |Equal − Full| / Full, worst N 50–100",
         fmt_num(worst_eq_full),
         "≈ same".into(),
         "≤ 0.05".into(),
@@ -192,14 +308,18 @@ pub fn run(ctx: &Ctx) -> Section {
     ));
     s.checks.push(Check::claim(
         "A3",
-        "time Expo > Equal > Full > Decorr > None, N 30–100",
-        if time_ok { "holds".into() } else { "violated".into() },
+        "time Expo > Equal > Full > Decorr > None, N 50–100",
+        if time_ok {
+            "holds".into()
+        } else {
+            "violated".into()
+        },
         "Expo ≫ Equal > Full > Decorr > None",
         time_ok,
     ));
     s.checks.push(Check::new(
         "A3",
-        "time Expo / Full, smallest over N 30–100",
+        "time Expo / Full, smallest over N 50–100",
         fmt_num(min_expo_over_full),
         "15–30×".into(),
         "≥ 10".into(),
@@ -242,9 +362,21 @@ pub fn run(ctx: &Ctx) -> Section {
         r2_full > 0.98,
     ));
 
+    s.notes.push(
+        "Orderings are checked for N = 50–100, not 30–100 as the reference suggests: the \
+         published code itself breaks them at N = 30 (its seed-1 run gives Decorr 180 < Equal \
+         183 calls, and Equal 183 vs Full 171, 7% apart)."
+            .into(),
+    );
     // Charts: ours solid, the published code's reproduction dashed.
     for (name, time, title, ylabel, log) in [
-        ("calls", false, "Work: calls (writes) vs clients", "calls", false),
+        (
+            "calls",
+            false,
+            "Work: calls (writes) vs clients",
+            "calls",
+            false,
+        ),
         ("time", true, "Completion time vs clients", "ms", true),
     ] {
         let mut series = Vec::new();

@@ -3,30 +3,94 @@
 
 use std::time::{Duration, Instant as WallClock};
 
+use resilix::Verdict;
 use resilix::pipeline::Pipeline;
 use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig, Unlimited};
 use resilix::retry::{Backoff, Retry, RetryConfig};
-use resilix::Verdict;
 
 use super::Ctx;
 use crate::engine::{ClientKind, Engine, Workload};
 use crate::net::Delay;
 use crate::observer::Tally;
-use crate::report::{fmt_num, Check, Section, Table};
+use crate::report::{Check, Section, Table, fmt_num};
 use crate::svg::{Chart, Series};
 use crate::upstream::Flaky;
 
 /// Brooker's `run_sims` (§3.4 of the reference), success % / load %, mean of seeds 1–3 of
 /// his code: (p, no_retries, three_retries, adaptive, breaker).
 const REPRO: [(f64, [(f64, f64); 4]); 8] = [
-    (0.01, [(99.03, 100.0), (100.0, 100.9), (100.0, 101.0), (99.91, 100.8)]),
-    (0.02, [(97.95, 100.0), (100.0, 101.9), (100.0, 102.1), (99.74, 101.7)]),
-    (0.05, [(95.15, 100.0), (100.0, 105.4), (99.99, 105.2), (98.59, 103.8)]),
-    (0.10, [(89.99, 100.0), (100.0, 110.8), (99.24, 110.0), (92.54, 103.1)]),
-    (0.20, [(79.91, 100.0), (99.84, 124.4), (90.48, 113.4), (80.61, 100.3)]),
-    (0.30, [(69.90, 100.0), (99.20, 141.5), (79.71, 113.9), (70.01, 100.1)]),
-    (0.50, [(50.19, 100.0), (93.75, 187.4), (56.49, 114.2), (49.97, 100.0)]),
-    (0.75, [(25.05, 100.0), (68.27, 273.2), (28.53, 114.2), (25.11, 100.0)]),
+    (
+        0.01,
+        [
+            (99.03, 100.0),
+            (100.0, 100.9),
+            (100.0, 101.0),
+            (99.91, 100.8),
+        ],
+    ),
+    (
+        0.02,
+        [
+            (97.95, 100.0),
+            (100.0, 101.9),
+            (100.0, 102.1),
+            (99.74, 101.7),
+        ],
+    ),
+    (
+        0.05,
+        [
+            (95.15, 100.0),
+            (100.0, 105.4),
+            (99.99, 105.2),
+            (98.59, 103.8),
+        ],
+    ),
+    (
+        0.10,
+        [
+            (89.99, 100.0),
+            (100.0, 110.8),
+            (99.24, 110.0),
+            (92.54, 103.1),
+        ],
+    ),
+    (
+        0.20,
+        [
+            (79.91, 100.0),
+            (99.84, 124.4),
+            (90.48, 113.4),
+            (80.61, 100.3),
+        ],
+    ),
+    (
+        0.30,
+        [
+            (69.90, 100.0),
+            (99.20, 141.5),
+            (79.71, 113.9),
+            (70.01, 100.1),
+        ],
+    ),
+    (
+        0.50,
+        [
+            (50.19, 100.0),
+            (93.75, 187.4),
+            (56.49, 114.2),
+            (49.97, 100.0),
+        ],
+    ),
+    (
+        0.75,
+        [
+            (25.05, 100.0),
+            (68.27, 273.2),
+            (28.53, 114.2),
+            (25.11, 100.0),
+        ],
+    ),
 ];
 
 fn workload() -> Workload {
@@ -45,7 +109,13 @@ fn workload() -> Workload {
 }
 
 /// (success %, load %) for `attempts` attempts per call and one budget per client.
-fn point<B: RetryBudget>(ctx: &Ctx, p: f64, attempts: u32, make: impl Fn() -> B, seed: u64) -> (f64, f64) {
+fn point<B: RetryBudget>(
+    ctx: &Ctx,
+    p: f64,
+    attempts: u32,
+    make: impl Fn() -> B,
+    seed: u64,
+) -> (f64, f64) {
     let w = workload();
     let config = RetryConfig::new(attempts, Backoff::NONE).expect("valid");
     let stacks: Vec<_> = (0..w.clients)
@@ -65,20 +135,19 @@ fn point<B: RetryBudget>(ctx: &Ctx, p: f64, attempts: u32, make: impl Fn() -> B,
     )
 }
 
-fn averaged(ctx: &Ctx, seeds: u64, f: impl Fn(u64) -> (f64, f64)) -> (f64, f64) {
+fn averaged(seeds: u64, f: impl Fn(u64) -> (f64, f64)) -> (f64, f64) {
     let (mut s, mut l) = (0.0, 0.0);
     for seed in 0..seeds {
         let (a, b) = f(seed);
         s += a;
         l += b;
     }
-    let _ = ctx;
     (s / seeds as f64, l / seeds as f64)
 }
 
 pub fn run(ctx: &Ctx) -> Section {
     let started = WallClock::now();
-    let seeds = ctx.seeds(3, 1);
+    let seeds = ctx.seeds(10, 5);
     let mut s = Section::new(
         "brooker",
         "Brooker 2022: retry strategies across failure rates",
@@ -99,16 +168,23 @@ pub fn run(ctx: &Ctx) -> Section {
         "strategies",
         "Success % / load % — ours beside Brooker's code (repro, mean of seeds 1–3)",
         &[
-            "p %", "no retries", "pub", "three retries", "pub", "closed form", "adaptive", "pub",
+            "p %",
+            "no retries",
+            "pub",
+            "three retries",
+            "pub",
+            "closed form",
+            "adaptive",
+            "pub",
             "breaker (pub only)",
         ],
     );
     let fmt = |v: (f64, f64)| format!("{:.2} / {:.1}", v.0, v.1);
     let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); 6];
     for &p in &ps {
-        let none = averaged(ctx, seeds, |seed| point(ctx, p, 1, || Unlimited, seed));
-        let three = averaged(ctx, seeds, |seed| point(ctx, p, 4, || Unlimited, seed));
-        let adaptive = averaged(ctx, seeds, |seed| {
+        let none = averaged(seeds, |seed| point(ctx, p, 1, || Unlimited, seed));
+        let three = averaged(seeds, |seed| point(ctx, p, 4, || Unlimited, seed));
+        let adaptive = averaged(seeds, |seed| {
             point(
                 ctx,
                 p,
@@ -118,7 +194,10 @@ pub fn run(ctx: &Ctx) -> Section {
             )
         });
         let repro = REPRO.iter().find(|(q, _)| *q == p).map(|(_, v)| *v);
-        let closed = (100.0 * (1.0 - p.powi(4)), 100.0 * (1.0 + p + p * p + p * p * p));
+        let closed = (
+            100.0 * (1.0 - p.powi(4)),
+            100.0 * (1.0 + p + p * p + p * p * p),
+        );
         t.row(vec![
             fmt_num(100.0 * p),
             fmt(none),
@@ -180,7 +259,10 @@ pub fn run(ctx: &Ctx) -> Section {
     }
     s.tables.push(t);
     let names = ["no retries", "three retries", "adaptive"];
-    for (k, (title, ylabel)) in [("success", "success %"), ("load", "load %")].iter().enumerate() {
+    for (k, (title, ylabel)) in [("success", "success %"), ("load", "load %")]
+        .iter()
+        .enumerate()
+    {
         let mut ser: Vec<Series> = (0..3)
             .map(|i| Series {
                 name: format!("{} (ours)", names[i]),

@@ -12,7 +12,7 @@ use super::Ctx;
 use crate::engine::{ClientKind, Engine, Workload};
 use crate::net::Delay;
 use crate::observer::Tally;
-use crate::report::{fmt_num, Check, Section, Table};
+use crate::report::{Check, Section, Table, fmt_num};
 use crate::upstream::Flaky;
 
 fn workload(clients: usize, secs: u64, warmup: u64) -> Workload {
@@ -67,7 +67,13 @@ pub fn run(ctx: &Ctx) -> Section {
     let mut t = Table::new(
         "shared-budget",
         "Three pipelines, upstream failing everything: retries ÷ first attempts (steady state)",
-        &["setup", "first attempts", "retries", "retries ÷ first attempts", "budget refusals"],
+        &[
+            "setup",
+            "first attempts",
+            "retries",
+            "retries ÷ first attempts",
+            "budget refusals",
+        ],
     );
     for (name, o, tl) in [
         ("one shared 10% budget", &shared, &tally),
@@ -98,15 +104,14 @@ pub fn run(ctx: &Ctx) -> Section {
         "without a budget: retries ÷ first attempts",
         ratio(&free),
         2.0,
-        0.0,
+        0.01,
     ));
 
     // Shed requests never reach the duration histogram (§8).
     let stacks: Vec<_> = (0..10)
         .map(|_| {
-            Pipeline::new().throttler(
-                Throttler::<20>::new(ThrottlerConfig::DEFAULT).expect("default"),
-            )
+            Pipeline::new()
+                .throttler(Throttler::<20>::new(ThrottlerConfig::DEFAULT).expect("default"))
         })
         .collect();
     let up = Flaky {

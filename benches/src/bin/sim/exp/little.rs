@@ -12,6 +12,7 @@ pub fn run(_ctx: &Ctx) -> Section {
          (measured by the engine) must triple with it, and a bulkhead or the adaptive limiter \
          in the same pipeline must bound it.",
     );
-    s.not_wired = Some("the rate limiter, bulkhead and adaptive limiter have not landed in main".into());
+    s.not_wired =
+        Some("the rate limiter, bulkhead and adaptive limiter have not landed in main".into());
     s
 }

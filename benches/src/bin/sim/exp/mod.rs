@@ -2,12 +2,12 @@
 //! [`Section`] with its checks (ours beside the published figure), tables and charts.
 
 pub mod aws;
-pub mod sre;
-pub mod throttle;
 pub mod brooker;
-pub mod quota;
 pub mod e2e;
 pub mod little;
+pub mod quota;
+pub mod sre;
+pub mod throttle;
 
 use crate::report::Section;
 
@@ -56,7 +56,11 @@ pub fn linear_fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
     let b = sxy / sxx;
     let a = my - b * mx;
     let ss_tot: f64 = ys.iter().map(|y| (y - my).powi(2)).sum();
-    let ss_res: f64 = xs.iter().zip(ys).map(|(x, y)| (y - a - b * x).powi(2)).sum();
+    let ss_res: f64 = xs
+        .iter()
+        .zip(ys)
+        .map(|(x, y)| (y - a - b * x).powi(2))
+        .sum();
     (a, b, 1.0 - ss_res / ss_tot)
 }
 
@@ -65,7 +69,12 @@ pub fn quadratic_fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
     // Normal equations, 3×3, solved by Cramer's rule (well conditioned after centring x).
     let m = mean(xs);
     let s = |p: i32| xs.iter().map(|x| (x - m).powi(p)).sum::<f64>();
-    let t = |p: i32| xs.iter().zip(ys).map(|(x, y)| (x - m).powi(p) * y).sum::<f64>();
+    let t = |p: i32| {
+        xs.iter()
+            .zip(ys)
+            .map(|(x, y)| (x - m).powi(p) * y)
+            .sum::<f64>()
+    };
     let a = [[s(0), s(1), s(2)], [s(1), s(2), s(3)], [s(2), s(3), s(4)]];
     let b = [t(0), t(1), t(2)];
     let det = |m: [[f64; 3]; 3]| {
@@ -83,11 +92,7 @@ pub fn quadratic_fit(xs: &[f64], ys: &[f64]) -> (f64, f64, f64) {
         *ci = det(ai) / d;
     }
     // Un-centre: y = c0 + c1 (x−m) + c2 (x−m)².
-    (
-        c[0] - c[1] * m + c[2] * m * m,
-        c[1] - 2.0 * c[2] * m,
-        c[2],
-    )
+    (c[0] - c[1] * m + c[2] * m * m, c[1] - 2.0 * c[2] * m, c[2])
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use std::time::Instant as WallClock;
 
+use resilix::Verdict;
 use resilix::call::{CallOptions, Next};
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
@@ -10,10 +11,9 @@ use resilix::random::{Random, SeededRandom};
 use resilix::retry::budget::{TokenBucket, TokenBucketConfig, Tokens};
 use resilix::retry::{Backoff, Retry, RetryConfig};
 use resilix::time::Instant;
-use resilix::Verdict;
 
 use super::Ctx;
-use crate::report::{fmt_num, Check, Section, Table};
+use crate::report::{Check, Section, Table, fmt_num};
 
 type P<'b> = Pipeline<Retry<&'b TokenBucket>>;
 
@@ -25,7 +25,12 @@ fn pipeline(bucket: &TokenBucket, attempts: u32) -> P<'_> {
 }
 
 /// One call whose attempts fail with `fail` while `fails(attempt)`; returns (retries, ok).
-fn call(p: &P<'_>, rng: &mut SeededRandom, idempotent: bool, mut fails: impl FnMut(u32) -> Option<Verdict>) -> (u32, bool) {
+fn call(
+    p: &P<'_>,
+    rng: &mut SeededRandom,
+    idempotent: bool,
+    mut fails: impl FnMut(u32) -> Option<Verdict>,
+) -> (u32, bool) {
     let mut env = Env::new(Instant::ZERO, rng);
     let mut c = p.call(env.now, CallOptions::default().idempotent(idempotent));
     loop {
@@ -72,16 +77,23 @@ pub fn run(ctx: &Ctx) -> Section {
 
     // G1 drain: 4 retries from a full bucket of 10.
     let g = drain(grpc, 5, transient);
-    s.checks.push(Check::abs("G1", "gRPC: retries from 10 tokens, all failing", g as f64, 4.0, 0.0));
+    s.checks.push(Check::abs(
+        "G1",
+        "gRPC: retries from 10 tokens, all failing",
+        g as f64,
+        4.0,
+        0.0,
+    ));
 
     // G1 recovery: after draining, k successes before the next failure is retried.
     let recover = |k: u32| {
         let bucket = TokenBucket::new(grpc).expect("valid");
         let p = pipeline(&bucket, 5);
         let mut rng = SeededRandom::new(2);
-        for _ in 0..10 {
-            call(&p, &mut rng, false, always(transient));
-        }
+        // One call failing every attempt: 4 retries (9, 8, 7, 6), and the last failure
+        // leaves exactly 5.0.
+        call(&p, &mut rng, false, always(transient));
+        assert_eq!(bucket.balance(), Tokens::whole(5));
         for _ in 0..k {
             call(&p, &mut rng, false, |_| None);
         }
@@ -101,7 +113,13 @@ pub fn run(ctx: &Ctx) -> Section {
     let mut t = Table::new(
         "grpc-equilibrium",
         "gRPC A6 (10, 0.1): share of wanted retries that the bucket refused, 20,000 calls",
-        &["failure rate f", "retries granted", "retries refused", "refused share", "A6: engages iff f/(1−f) > 0.1"],
+        &[
+            "failure rate f",
+            "retries granted",
+            "retries refused",
+            "refused share",
+            "A6: engages iff f/(1−f) > 0.1",
+        ],
     );
     let mut engage = Vec::new();
     for f in [0.02, 0.05, 0.2, 0.4] {
@@ -125,7 +143,13 @@ pub fn run(ctx: &Ctx) -> Section {
         let firsts_failed = wanted;
         let share = refused as f64 / firsts_failed.max(1) as f64;
         let predicted = f / (1.0 - f) > 0.1;
-        t.row(vec![fmt_num(f), granted.to_string(), refused.to_string(), fmt_num(share), if predicted { "engages" } else { "idle" }.into()]);
+        t.row(vec![
+            fmt_num(f),
+            granted.to_string(),
+            refused.to_string(),
+            fmt_num(share),
+            if predicted { "engages" } else { "idle" }.into(),
+        ]);
         engage.push((f, share, predicted));
     }
     s.tables.push(t);
@@ -135,23 +159,51 @@ pub fn run(ctx: &Ctx) -> Section {
             "G1",
             &format!("gRPC: throttling at f={f}"),
             format!("{:.1}% refused", share * 100.0),
-            if predicted { "engaged (f > 0.0909)" } else { "idle (f < 0.0909)" }.into(),
-            if predicted { "> 50% refused" } else { "< 1% refused" }.into(),
+            if predicted {
+                "engaged (f > 0.0909)"
+            } else {
+                "idle (f < 0.0909)"
+            }
+            .into(),
+            if predicted {
+                "> 50% refused"
+            } else {
+                "< 1% refused"
+            }
+            .into(),
             ok,
         ));
     }
 
     // W1: AWS SDK quota.
     let a = drain(aws, 3, transient);
-    s.checks.push(Check::abs("W1", "AWS SDK: retries from 500 tokens, cost 5", a as f64, 100.0, 0.0));
+    s.checks.push(Check::abs(
+        "W1",
+        "AWS SDK: retries from 500 tokens, cost 5",
+        a as f64,
+        100.0,
+        0.0,
+    ));
     let a = drain(aws, 3, Verdict::Timeout);
-    s.checks.push(Check::abs("W1", "AWS SDK: retries after timeouts, cost 10", a as f64, 50.0, 0.0));
+    s.checks.push(Check::abs(
+        "W1",
+        "AWS SDK: retries after timeouts, cost 10",
+        a as f64,
+        50.0,
+        0.0,
+    ));
     let c14 = TokenBucketConfig {
         retry_cost: Tokens::whole(14),
         ..aws
     };
     let a = drain(c14, 3, transient);
-    s.checks.push(Check::abs("W1", "AWS SDK 2026: retries at cost 14", a as f64, 35.0, 0.0));
+    s.checks.push(Check::abs(
+        "W1",
+        "AWS SDK 2026: retries at cost 14",
+        a as f64,
+        35.0,
+        0.0,
+    ));
     let refill = |k: u32| {
         let bucket = TokenBucket::new(aws).expect("valid");
         let p = pipeline(&bucket, 3);

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant as WallClock};
 
+use resilix::Verdict;
 use resilix::call::{CallOptions, Next};
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
@@ -10,13 +11,12 @@ use resilix::random::SeededRandom;
 use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, RetryBudget, Unlimited};
 use resilix::retry::{Backoff, Retry, RetryConfig};
 use resilix::time::Instant;
-use resilix::Verdict;
 
 use super::Ctx;
 use crate::engine::{ClientKind, Engine, Workload};
 use crate::net::Delay;
 use crate::observer::Tally;
-use crate::report::{fmt_num, Check, Section, Table};
+use crate::report::{Check, Section, Table, fmt_num};
 use crate::svg::{Chart, Series};
 use crate::upstream::Flaky;
 
@@ -42,7 +42,6 @@ fn workload(ctx: &Ctx) -> Workload {
         bucket: Duration::ZERO,
     }
 }
-
 
 /// Attempts reaching the backend per first try, in the steady state, with rejection
 /// probability `q` (every rejection `Overload`, which is retryable).
@@ -99,7 +98,7 @@ fn layered(attempts: &[u32]) -> u64 {
 
 pub fn run(ctx: &Ctx) -> Section {
     let started = WallClock::now();
-    let seeds = ctx.seeds(3, 1);
+    let seeds = ctx.seeds(3, 2);
     let mut s = Section::new(
         "sre",
         "SRE retry amplification and layering",
@@ -118,7 +117,13 @@ pub fn run(ctx: &Ctx) -> Section {
     let mut t = Table::new(
         "amplification",
         "Load (attempts ÷ first tries) vs backend rejection probability q",
-        &["q", "3 attempts", "1+q+q²", "3 attempts + 10% budget", "bound"],
+        &[
+            "q",
+            "3 attempts",
+            "1+q+q²",
+            "3 attempts + 10% budget",
+            "bound",
+        ],
     );
     let (mut plain_pts, mut budget_pts, mut formula_pts) = (vec![], vec![], vec![]);
     let mut at99 = (0.0, 0.0);
@@ -180,7 +185,13 @@ pub fn run(ctx: &Ctx) -> Section {
     let l3 = layered(&[4, 4, 4]);
     let one = layered(&[1, 1, 4]);
     let l5 = layered(&[3, 3, 3, 3, 3]);
-    s.checks.push(Check::abs("S3", "3 layers × 4 attempts: bottom calls", l3 as f64, 64.0, 0.0));
+    s.checks.push(Check::abs(
+        "S3",
+        "3 layers × 4 attempts: bottom calls",
+        l3 as f64,
+        64.0,
+        0.0,
+    ));
     s.checks.push(Check::abs(
         "S3",
         "retry only above the failing layer: bottom calls",
