@@ -216,13 +216,12 @@ pub fn run(ctx: &Ctx) -> Section {
                 .unwrap_or_else(|| "".into())
         };
         let mut row = vec![n.to_string()];
-        for si in 0..5 {
-            row.push(format!("{:.0}", results[si][i].0));
-            row.push(p(si, false));
-        }
-        for si in 0..5 {
-            row.push(format!("{:.0}", results[si][i].1));
-            row.push(p(si, true));
+        for time in [false, true] {
+            for (si, series) in results.iter().enumerate() {
+                let (calls, ms) = series[i];
+                row.push(format!("{:.0}", if time { ms } else { calls }));
+                row.push(p(si, time));
+            }
         }
         t.row(row);
     }
