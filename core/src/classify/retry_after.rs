@@ -427,7 +427,7 @@ const fn days_in_month(year: i64, month: u8) -> u8 {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant, "chrono-Compatible
-/// Low-Level Date Algorithms"). Integer-only; exact for every year an `i64` can count to.
+/// Low-Level Date Algorithms"). Integer-only; called here only for years 1..=9999.
 const fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
     let (m, d) = (month as i64, day as i64);
     // Years start in March, so the leap day is the last day of the year.
