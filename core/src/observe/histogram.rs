@@ -11,19 +11,21 @@
 //! `2^(P+1)` ns has a bucket of its own, and each power-of-two octave above is split into `2^P`
 //! equal buckets. All of `0..=u64::MAX` ns (≈ 584 years) is covered; a longer duration
 //! (up to [`Duration::MAX`]) is recorded as `u64::MAX` ns, in the top bucket, so it still counts.
-//! A bucket is reported by its midpoint, so a quantile or mean differs from the exact one by at
-//! most `exact / 2^(P+1)` ([`RELATIVE_ERROR`](DurationHistogram::RELATIVE_ERROR)).
+//! A bucket is reported by its midpoint, so a quantile differs from the exact one by at most
+//! `exact / 2^(P+1)` ([`RELATIVE_ERROR`](DurationHistogram::RELATIVE_ERROR)), and so does the
+//! mean (give or take the rounding to whole nanoseconds).
 //!
 //! | `P` | buckets | `size_of` | relative error |
 //! |---|---|---|---|
 //! | 2 | 252 | 1016 B | 12.5 % |
 //! | **3 (default)** | **496** | **1992 B** | **6.25 %** |
 //! | 4 | 976 | 3912 B | 3.13 % |
-//! | 5 | 1920 | 7688 B | 1.57 % |
+//! | 5 | 1920 | 7688 B | 1.56 % |
 //!
-//! The default `P = 3` is ours: 2 KB is affordable on a Cortex-M4 and 6 % is finer than the
-//! run-to-run noise of a p99. Pick another `P` with
-//! `DurationHistogram<P, { bucket_count(P) }>`.
+//! The default `P = 3` is ours: about 2 KB, affordable in a Cortex-M4's RAM, for a 6.25 % bound
+//! that still shows a p99 moving by a tenth. Pick another `P` (0 to 16) with
+//! `DurationHistogram<P, { bucket_count(P) }>`; `P = 6` (≈ 15 KB, 0.78 %) comes close to
+//! HdrHistogram's common two-significant-digit setting.
 //!
 //! # Concurrency and the 32-bit rule
 //!
@@ -32,9 +34,9 @@
 //! the sum of the buckets, in a `u64`. The minimum and maximum are kept as order-preserving
 //! 32-bit codes (the same log-linear layout with 26 sub-bucket bits), so they are exact below
 //! `2^27` ns (≈ 134 ms) and within `2^-26` (≈ 15 parts per billion) above: a 10 s maximum is
-//! off by at most 149 ns. Readouts taken while other threads record are approximate
+//! off by less than 128 ns. Readouts taken while other threads record are approximate
 //! snapshots (each word is read once, not all at one instant); once recording stops they are
-//! exact. All accesses are `Relaxed`: the histogram publishes no other memory.
+//! consistent and within the bounds above. All accesses are `Relaxed`: the histogram publishes no other memory.
 //!
 //! ```
 //! use core::time::Duration;
