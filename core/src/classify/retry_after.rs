@@ -1,1 +1,846 @@
-//! The Retry-After parser (being written).
+//! The `Retry-After` header (RFC 9110 §10.2.3), parsed without allocation and without panics.
+//!
+//! An overloaded upstream (429, 503) may say how long to wait, either as a number of seconds
+//! (`Retry-After: 120`) or as an HTTP-date (`Retry-After: Fri, 31 Dec 1999 23:59:59 GMT`).
+//! [`parse_delay`] turns either into a [`Duration`] from now, ready for
+//! [`Verdict::Overload`](crate::Verdict::Overload); [`RetryAfter::parse`] keeps the two forms
+//! apart for callers that want the absolute date.
+//!
+//! The core's [`Instant`](crate::time::Instant) has an arbitrary origin, so an HTTP-date can only
+//! be turned into a delay with the caller's wall clock: every function takes `now_unix_secs`,
+//! the seconds since 1970-01-01T00:00:00Z (e.g. `SystemTime::now().duration_since(UNIX_EPOCH)`).
+//!
+//! ```
+//! use core::time::Duration;
+//! use resilix::classify::retry_after::parse_delay;
+//!
+//! let now = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
+//! assert_eq!(parse_delay(b"120", now), Some(Duration::from_secs(120)));
+//! assert_eq!(parse_delay(b"Sun, 06 Nov 1994 08:51:37 GMT", now), Some(Duration::from_secs(120)));
+//! assert_eq!(parse_delay(b"soon", now), None); // malformed: no delay, never a panic
+//! ```
+//!
+//! # What is accepted, and what yields nothing
+//!
+//! * `delay-seconds = 1*DIGIT`: any number of ASCII digits (leading zeros allowed). No sign,
+//!   no fraction, no unit: `-1`, `+5`, `1.5` and `5s` yield nothing.
+//! * `HTTP-date` in all three formats RFC 9110 §5.6.7 says a recipient MUST accept:
+//!   IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT`, the obsolete RFC 850 form
+//!   `Sunday, 06-Nov-94 08:49:37 GMT`, and asctime `Sun Nov  6 08:49:37 1994`.
+//!   Names are case-sensitive, as the grammar's `%s"..."` says: `nov` or `gmt` yield nothing.
+//! * Optional whitespace (spaces and tabs) around the value is ignored; inside a date, the
+//!   separators must be exactly as the grammar writes them.
+//! * Calendar dates are validated: no 30 February, no 29 February outside a leap year, no hour
+//!   24. A leap second is accepted only where one can occur, at `23:59:60`, and counts as the
+//!   next day's `00:00:00` (Unix time has no leap seconds).
+//! * The day name must be the right one for the date. It is redundant on purpose; when it
+//!   disagrees with the date, the date was computed or copied wrongly and we cannot tell which
+//!   part to trust, so the header is ignored and the caller's own backoff applies. (This is
+//!   stricter than RFC 9110's advice to be robust; a wrong Retry-After is worse than none.)
+//! * An RFC 850 two-digit year is read as RFC 9110 §5.6.7 requires: a year that would be more
+//!   than 50 years in the future is taken from the previous century. That needs `now`, which is
+//!   why [`RetryAfter::parse`] takes it.
+//! * Dates before 1970 yield nothing (they are in the past for every `now`).
+//! * A delay longer than [`MAX_DELAY`] yields nothing, as does an HTTP-date in the past.
+//!   See each for why.
+
+use core::time::Duration;
+
+/// The longest `Retry-After` we believe: 365 days (ours).
+///
+/// A sanity bound, not a policy. It is far beyond any deadline a retry loop holds, so every
+/// believable value reaches the retry policy, which then gives up with "Retry-After beyond the
+/// deadline". Beyond it, the number is far more likely a mistake than a plan: the common one is
+/// a server sending a Unix timestamp (≈ 1.7 × 10⁹ s, 54 years) as delay-seconds. Values that
+/// overflow `u64` land here too. It also keeps `now + delay` far from the end of the core's
+/// `u64`-nanosecond timeline (584 years).
+///
+/// ```
+/// use resilix::classify::retry_after::{parse_delay, MAX_DELAY};
+/// assert_eq!(parse_delay(b"31536000", 0), Some(MAX_DELAY));
+/// assert_eq!(parse_delay(b"31536001", 0), None);
+/// ```
+pub const MAX_DELAY: Duration = Duration::from_secs(MAX_DELAY_SECS);
+
+const MAX_DELAY_SECS: u64 = 365 * 24 * 60 * 60;
+
+/// A parsed `Retry-After` value: a relative delay, or an absolute date.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::classify::retry_after::RetryAfter;
+///
+/// let now = 1_700_000_000;
+/// let ra = RetryAfter::parse(b" 30 ", now).unwrap();
+/// assert_eq!(ra, RetryAfter::Delay(Duration::from_secs(30)));
+///
+/// let ra = RetryAfter::parse(b"Thu, 01 Jan 1970 00:00:00 GMT", now).unwrap();
+/// assert_eq!(ra, RetryAfter::At { unix_secs: 0 });
+/// assert_eq!(ra.delay_from(now), None); // long past
+/// assert_eq!(ra.delay_from(0), Some(Duration::ZERO));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RetryAfter {
+    /// `delay-seconds`: wait this long from when the response arrived. Never above
+    /// [`MAX_DELAY`].
+    Delay(Duration),
+    /// `HTTP-date`: wait until this wall-clock time.
+    At {
+        /// Seconds since 1970-01-01T00:00:00Z.
+        unix_secs: u64,
+    },
+}
+
+impl RetryAfter {
+    /// Parses a `Retry-After` field value; `None` if it is not one we can use (see the
+    /// [module docs](self) for exactly what is accepted).
+    ///
+    /// `now_unix_secs` is only read to place an RFC 850 two-digit year in its century. A date
+    /// in the past is returned as it is; [`delay_from`](Self::delay_from) refuses it.
+    ///
+    /// ```
+    /// use resilix::classify::retry_after::RetryAfter;
+    ///
+    /// let now = 1_700_000_000; // November 2023
+    /// let imf = RetryAfter::parse(b"Sun, 06 Nov 1994 08:49:37 GMT", now);
+    /// let rfc850 = RetryAfter::parse(b"Sunday, 06-Nov-94 08:49:37 GMT", now);
+    /// let asctime = RetryAfter::parse(b"Sun Nov  6 08:49:37 1994", now);
+    /// assert_eq!(imf, Some(RetryAfter::At { unix_secs: 784_111_777 }));
+    /// assert_eq!(rfc850, imf);
+    /// assert_eq!(asctime, imf);
+    /// assert_eq!(RetryAfter::parse(b"Mon, 06 Nov 1994 08:49:37 GMT", now), None); // a Sunday
+    /// ```
+    pub fn parse(value: &[u8], now_unix_secs: u64) -> Option<RetryAfter> {
+        let value = trim_ows(value);
+        if value.is_empty() {
+            return None;
+        }
+        if value.iter().all(u8::is_ascii_digit) {
+            return parse_delay_seconds(value).map(RetryAfter::Delay);
+        }
+        let unix_secs = match value.get(3) {
+            Some(b',') => parse_imf_fixdate(value)?,
+            Some(b' ') => parse_asctime(value)?,
+            _ => parse_rfc850(value, now_unix_secs)?,
+        };
+        Some(RetryAfter::At { unix_secs })
+    }
+
+    /// How long to wait from `now_unix_secs`; `None` if the date is already past or the wait
+    /// would exceed [`MAX_DELAY`].
+    ///
+    /// A past date yields nothing rather than zero: it most often means the two clocks
+    /// disagree, and "retry at once" is the worst guess under overload, so the caller's own
+    /// jittered backoff applies instead. A date equal to `now` is a zero delay.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use resilix::classify::retry_after::RetryAfter;
+    ///
+    /// let at = RetryAfter::At { unix_secs: 1_000 };
+    /// assert_eq!(at.delay_from(990), Some(Duration::from_secs(10)));
+    /// assert_eq!(at.delay_from(1_000), Some(Duration::ZERO));
+    /// assert_eq!(at.delay_from(1_001), None);
+    /// // A delay is already relative; `now` does not change it.
+    /// let d = RetryAfter::Delay(Duration::from_secs(5));
+    /// assert_eq!(d.delay_from(u64::MAX), Some(Duration::from_secs(5)));
+    /// ```
+    pub const fn delay_from(self, now_unix_secs: u64) -> Option<Duration> {
+        match self {
+            RetryAfter::Delay(d) => Some(d),
+            RetryAfter::At { unix_secs } => match unix_secs.checked_sub(now_unix_secs) {
+                Some(secs) if secs <= MAX_DELAY_SECS => Some(Duration::from_secs(secs)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Parses a `Retry-After` value into the delay from `now_unix_secs`: the one call most callers
+/// need. `None` for anything malformed, negative, beyond [`MAX_DELAY`] or in the past.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::classify::retry_after::parse_delay;
+/// use resilix::Verdict;
+///
+/// let now = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
+/// let header = b"Sun, 06 Nov 1994 08:50:07 GMT";
+/// let verdict = Verdict::Overload { retry_after: parse_delay(header, now) };
+/// assert_eq!(verdict.retry_after(), Some(Duration::from_secs(30)));
+/// assert_eq!(parse_delay(b"-1", now), None);
+/// assert_eq!(parse_delay(b"99999999999999999999", now), None);
+/// ```
+pub fn parse_delay(value: &[u8], now_unix_secs: u64) -> Option<Duration> {
+    RetryAfter::parse(value, now_unix_secs)?.delay_from(now_unix_secs)
+}
+
+/// Strips optional whitespace (RFC 9110 §5.6.3: spaces and horizontal tabs).
+fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// `1*DIGIT`, already known to be digits only. Keeps reading past the cap so that a long run
+/// of leading zeros still means what it says.
+fn parse_delay_seconds(digits: &[u8]) -> Option<Duration> {
+    let mut secs: u64 = 0;
+    for &d in digits {
+        secs = secs * 10 + u64::from(d - b'0');
+        if secs > MAX_DELAY_SECS {
+            return None;
+        }
+    }
+    Some(Duration::from_secs(secs))
+}
+
+const DAY_NAMES: [&[u8]; 7] = [b"Sun", b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat"];
+const DAY_NAMES_LONG: [&[u8]; 7] = [
+    b"Sunday",
+    b"Monday",
+    b"Tuesday",
+    b"Wednesday",
+    b"Thursday",
+    b"Friday",
+    b"Saturday",
+];
+const MONTHS: [&[u8]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+
+/// A date as written, before it is checked against the calendar.
+struct Fields {
+    weekday: u8,
+    year: i64,
+    month: u8,
+    day: u8,
+    time: [u8; 3],
+}
+
+/// `IMF-fixdate = day-name "," SP date1 SP time-of-day SP GMT`, e.g.
+/// `Sun, 06 Nov 1994 08:49:37 GMT` (always 29 bytes).
+fn parse_imf_fixdate(v: &[u8]) -> Option<u64> {
+    let [
+        w0,
+        w1,
+        w2,
+        b',',
+        b' ',
+        d0,
+        d1,
+        b' ',
+        m0,
+        m1,
+        m2,
+        b' ',
+        y0,
+        y1,
+        y2,
+        y3,
+        b' ',
+        t @ ..,
+    ] = v
+    else {
+        return None;
+    };
+    let [h0, h1, b':', n0, n1, b':', s0, s1, b' ', b'G', b'M', b'T'] = t else {
+        return None;
+    };
+    to_unix(Fields {
+        weekday: index_of(&DAY_NAMES, &[*w0, *w1, *w2])?,
+        year: i64::from(four_digits([*y0, *y1, *y2, *y3])?),
+        month: index_of(&MONTHS, &[*m0, *m1, *m2])? + 1,
+        day: two_digits(*d0, *d1)?,
+        time: [
+            two_digits(*h0, *h1)?,
+            two_digits(*n0, *n1)?,
+            two_digits(*s0, *s1)?,
+        ],
+    })
+}
+
+/// `asctime-date = day-name SP month SP ( 2DIGIT / ( SP DIGIT ) ) SP time-of-day SP year`,
+/// e.g. `Sun Nov  6 08:49:37 1994` (always 24 bytes).
+fn parse_asctime(v: &[u8]) -> Option<u64> {
+    let [
+        w0,
+        w1,
+        w2,
+        b' ',
+        m0,
+        m1,
+        m2,
+        b' ',
+        d0,
+        d1,
+        b' ',
+        h0,
+        h1,
+        b':',
+        n0,
+        n1,
+        b':',
+        s0,
+        s1,
+        b' ',
+        y0,
+        y1,
+        y2,
+        y3,
+    ] = v
+    else {
+        return None;
+    };
+    let day = match (*d0, *d1) {
+        (b' ', d) => digit(d)?,
+        (d0, d1) => two_digits(d0, d1)?,
+    };
+    to_unix(Fields {
+        weekday: index_of(&DAY_NAMES, &[*w0, *w1, *w2])?,
+        year: i64::from(four_digits([*y0, *y1, *y2, *y3])?),
+        month: index_of(&MONTHS, &[*m0, *m1, *m2])? + 1,
+        day,
+        time: [
+            two_digits(*h0, *h1)?,
+            two_digits(*n0, *n1)?,
+            two_digits(*s0, *s1)?,
+        ],
+    })
+}
+
+/// `rfc850-date = day-name-l "," SP day "-" month "-" 2DIGIT SP time-of-day SP GMT`,
+/// e.g. `Sunday, 06-Nov-94 08:49:37 GMT`.
+fn parse_rfc850(v: &[u8], now_unix_secs: u64) -> Option<u64> {
+    let comma = v.iter().position(|&b| b == b',')?;
+    let (name, rest) = v.split_at(comma);
+    let [
+        b',',
+        b' ',
+        d0,
+        d1,
+        b'-',
+        m0,
+        m1,
+        m2,
+        b'-',
+        y0,
+        y1,
+        b' ',
+        h0,
+        h1,
+        b':',
+        n0,
+        n1,
+        b':',
+        s0,
+        s1,
+        b' ',
+        b'G',
+        b'M',
+        b'T',
+    ] = rest
+    else {
+        return None;
+    };
+    let two_digit_year = two_digits(*y0, *y1)?;
+    to_unix(Fields {
+        weekday: index_of(&DAY_NAMES_LONG, name)?,
+        year: rfc850_year(two_digit_year, now_unix_secs),
+        month: index_of(&MONTHS, &[*m0, *m1, *m2])? + 1,
+        day: two_digits(*d0, *d1)?,
+        time: [
+            two_digits(*h0, *h1)?,
+            two_digits(*n0, *n1)?,
+            two_digits(*s0, *s1)?,
+        ],
+    })
+}
+
+/// RFC 9110 §5.6.7: a two-digit year that "appears to be more than 50 years in the future"
+/// is "the most recent year in the past that had the same last two digits". So the year is
+/// the one ending in `yy` within `[now - 49, now + 50]`.
+fn rfc850_year(yy: u8, now_unix_secs: u64) -> i64 {
+    // `now / 86400` fits an i64 for every u64, and so does its year.
+    let (now_year, _, _) = civil_from_days((now_unix_secs / 86_400) as i64);
+    let first = now_year - 49;
+    first + (i64::from(yy) - first).rem_euclid(100)
+}
+
+/// Checks the calendar and the day name, then counts seconds since the Unix epoch.
+fn to_unix(f: Fields) -> Option<u64> {
+    let [hour, minute, second] = f.time;
+    let leap_second = second == 60 && hour == 23 && minute == 59;
+    let valid = (1..=9999).contains(&f.year)
+        && (1..=days_in_month(f.year, f.month)).contains(&f.day)
+        && hour < 24
+        && minute < 60
+        && (second < 60 || leap_second);
+    if !valid {
+        return None;
+    }
+    let days = days_from_civil(f.year, f.month, f.day);
+    if weekday(days) != f.weekday {
+        return None;
+    }
+    let secs = days * 86_400 + i64::from(hour) * 3_600 + i64::from(minute) * 60 + i64::from(second);
+    u64::try_from(secs).ok()
+}
+
+fn index_of(names: &[&[u8]], name: &[u8]) -> Option<u8> {
+    names.iter().position(|n| *n == name).map(|i| i as u8)
+}
+
+fn digit(b: u8) -> Option<u8> {
+    if b.is_ascii_digit() {
+        Some(b - b'0')
+    } else {
+        None
+    }
+}
+
+fn two_digits(a: u8, b: u8) -> Option<u8> {
+    Some(digit(a)? * 10 + digit(b)?)
+}
+
+fn four_digits([a, b, c, d]: [u8; 4]) -> Option<u16> {
+    Some(u16::from(two_digits(a, b)?) * 100 + u16::from(two_digits(c, d)?))
+}
+
+const fn is_leap(year: i64) -> bool {
+    year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+}
+
+const fn days_in_month(year: i64, month: u8) -> u8 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if is_leap(year) => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant, "chrono-Compatible
+/// Low-Level Date Algorithms"). Integer-only; called here only for years 1..=9999.
+const fn days_from_civil(year: i64, month: u8, day: u8) -> i64 {
+    let (m, d) = (month as i64, day as i64);
+    // Years start in March, so the leap day is the last day of the year.
+    let y = if m <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400; // [0, 399]
+    let mp = (m + 9) % 12; // March = 0
+    let doy = (153 * mp + 2) / 5 + d - 1; // [0, 365]
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy; // [0, 146096]
+    era * 146_097 + doe - 719_468
+}
+
+/// The inverse of [`days_from_civil`]: (year, month, day) of a day count since 1970-01-01.
+const fn civil_from_days(days: i64) -> (i64, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097; // [0, 146096]
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365; // [0, 399]
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+    let mp = (5 * doy + 2) / 153; // [0, 11]
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u8; // [1, 31]
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u8; // [1, 12]
+    let year = yoe + era * 400 + if month <= 2 { 1 } else { 0 };
+    (year, month, day)
+}
+
+/// 0 = Sunday. 1970-01-01 was a Thursday.
+const fn weekday(days: i64) -> u8 {
+    (days + 4).rem_euclid(7) as u8
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+
+    use super::*;
+
+    const NOW: u64 = 1_700_000_000; // Tue, 14 Nov 2023 22:13:20 GMT
+    const RFC_EXAMPLE: u64 = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
+
+    fn at(v: &str) -> Option<u64> {
+        match RetryAfter::parse(v.as_bytes(), NOW)? {
+            RetryAfter::At { unix_secs } => Some(unix_secs),
+            RetryAfter::Delay(_) => panic!("{v:?} parsed as a delay"),
+        }
+    }
+
+    fn secs(s: u64) -> Option<Duration> {
+        Some(Duration::from_secs(s))
+    }
+
+    #[test]
+    fn delay_seconds() {
+        assert_eq!(parse_delay(b"0", NOW), secs(0));
+        assert_eq!(parse_delay(b"1", NOW), secs(1));
+        assert_eq!(parse_delay(b"120", NOW), secs(120));
+        assert_eq!(parse_delay(b"007", NOW), secs(7));
+        // Leading zeros do not count towards the cap.
+        assert_eq!(parse_delay(b"0000000000000000000000000042", NOW), secs(42));
+        // A delay ignores now, even at its extremes.
+        assert_eq!(parse_delay(b"5", 0), secs(5));
+        assert_eq!(parse_delay(b"5", u64::MAX), secs(5));
+    }
+
+    #[test]
+    fn optional_whitespace_around_the_value() {
+        assert_eq!(parse_delay(b" 5", NOW), secs(5));
+        assert_eq!(parse_delay(b"5 \t ", NOW), secs(5));
+        assert_eq!(parse_delay(b"\t5\t", NOW), secs(5));
+        assert_eq!(at("  Sun, 06 Nov 1994 08:49:37 GMT\t"), Some(RFC_EXAMPLE));
+        // Only SP and HTAB are whitespace here.
+        assert_eq!(parse_delay(b"5\n", NOW), None);
+        assert_eq!(parse_delay(b"\r5", NOW), None);
+        // Not inside a number.
+        assert_eq!(parse_delay(b"1 2", NOW), None);
+    }
+
+    #[test]
+    fn malformed_values_yield_nothing() {
+        for v in [
+            "", " ", "\t \t", "1.5", "-1", "+5", "5s", "5 s", "0x10", "1e3", "٣", "five", "12a",
+            "a12", ",", "GMT", "Sun,",
+        ] {
+            assert_eq!(RetryAfter::parse(v.as_bytes(), NOW), None, "{v:?}");
+        }
+        assert_eq!(RetryAfter::parse(&[0xff, 0xfe], NOW), None);
+        assert_eq!(RetryAfter::parse(&[b'1', 0], NOW), None);
+    }
+
+    #[test]
+    fn huge_delays_yield_nothing() {
+        assert_eq!(parse_delay(b"31536000", NOW), Some(MAX_DELAY));
+        assert_eq!(parse_delay(b"31536001", NOW), None);
+        // A Unix timestamp sent as delay-seconds, the common server bug.
+        assert_eq!(parse_delay(b"1700000000", NOW), None);
+        assert_eq!(parse_delay(b"18446744073709551615", NOW), None); // u64::MAX
+        assert_eq!(parse_delay(b"18446744073709551616", NOW), None); // u64::MAX + 1
+        assert_eq!(parse_delay(b"99999999999999999999", NOW), None);
+        assert_eq!(parse_delay(&[b'9'; 4096], NOW), None);
+    }
+
+    #[test]
+    fn epoch_anchors() {
+        assert_eq!(at("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(at("Sun, 06 Nov 1994 08:49:37 GMT"), Some(RFC_EXAMPLE));
+        assert_eq!(at("Sat, 01 Jan 2000 00:00:00 GMT"), Some(946_684_800));
+        assert_eq!(at("Tue, 14 Nov 2023 22:13:20 GMT"), Some(NOW));
+        assert_eq!(at("Tue, 19 Jan 2038 03:14:08 GMT"), Some(1 << 31));
+        // The last second the grammar can write.
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(253_402_300_799));
+    }
+
+    #[test]
+    fn all_three_formats_agree() {
+        let now = NOW;
+        for v in [
+            "Sun, 06 Nov 1994 08:49:37 GMT",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+            "Sun Nov 06 08:49:37 1994",
+        ] {
+            assert_eq!(
+                RetryAfter::parse(v.as_bytes(), now),
+                Some(RetryAfter::At {
+                    unix_secs: RFC_EXAMPLE
+                }),
+                "{v:?}"
+            );
+        }
+        assert_eq!(
+            at("Wed Nov 15 22:13:20 2023"),
+            Some(NOW + 86_400),
+            "two-digit day in asctime"
+        );
+    }
+
+    #[test]
+    fn future_dates_become_delays() {
+        assert_eq!(parse_delay(b"Tue, 14 Nov 2023 22:13:20 GMT", NOW), secs(0));
+        assert_eq!(
+            parse_delay(b"Tue, 14 Nov 2023 22:15:20 GMT", NOW),
+            secs(120)
+        );
+        assert_eq!(
+            parse_delay(b"Wednesday, 15-Nov-23 22:13:20 GMT", NOW),
+            secs(86_400)
+        );
+        assert_eq!(parse_delay(b"Wed Nov 15 22:13:20 2023", NOW), secs(86_400));
+    }
+
+    #[test]
+    fn past_dates_yield_nothing() {
+        assert_eq!(parse_delay(b"Tue, 14 Nov 2023 22:13:19 GMT", NOW), None);
+        assert_eq!(parse_delay(b"Sun, 06 Nov 1994 08:49:37 GMT", NOW), None);
+        assert_eq!(parse_delay(b"Thu, 01 Jan 1970 00:00:00 GMT", 1), None);
+        assert_eq!(
+            parse_delay(b"Fri, 31 Dec 9999 23:59:59 GMT", u64::MAX),
+            None
+        );
+        // Before the epoch: in the past for every now, so not even a date.
+        assert_eq!(at("Wed, 31 Dec 1969 23:59:59 GMT"), None);
+        assert_eq!(at("Sat, 01 Jan 0000 00:00:00 GMT"), None);
+    }
+
+    #[test]
+    fn dates_too_far_ahead_yield_nothing() {
+        // 365 days after NOW is the cap (2024 is a leap year, so 13 Nov), one second more is not.
+        let cap = NOW + MAX_DELAY_SECS;
+        assert_eq!(
+            RetryAfter::At { unix_secs: cap }.delay_from(NOW),
+            Some(MAX_DELAY)
+        );
+        assert_eq!(RetryAfter::At { unix_secs: cap + 1 }.delay_from(NOW), None);
+        assert_eq!(
+            parse_delay(b"Wed, 13 Nov 2024 22:13:20 GMT", NOW),
+            Some(MAX_DELAY)
+        );
+        assert_eq!(parse_delay(b"Wed, 13 Nov 2024 22:13:21 GMT", NOW), None);
+        assert_eq!(parse_delay(b"Fri, 31 Dec 9999 23:59:59 GMT", NOW), None);
+        // A date is still parsed, so a caller can see what the server meant.
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(253_402_300_799));
+        assert_eq!(
+            parse_delay(b"Fri, 31 Dec 9999 23:59:59 GMT", 253_402_300_700),
+            secs(99)
+        );
+    }
+
+    #[test]
+    fn leap_years() {
+        assert_eq!(at("Thu, 29 Feb 2024 00:00:00 GMT"), Some(1_709_164_800));
+        assert_eq!(at("Tue, 29 Feb 2000 00:00:00 GMT"), Some(951_782_400));
+        // 2023 is not a leap year; 2100 is not (divisible by 100, not by 400).
+        assert_eq!(at("Wed, 29 Feb 2023 00:00:00 GMT"), None);
+        assert_eq!(at("Mon, 01 Mar 2100 00:00:00 GMT"), Some(4_107_542_400));
+        assert_eq!(at("Mon, 29 Feb 2100 00:00:00 GMT"), None);
+        assert_eq!(
+            at("Sun, 28 Feb 2100 00:00:00 GMT"),
+            Some(4_107_542_400 - 86_400)
+        );
+    }
+
+    #[test]
+    fn impossible_calendar_dates_yield_nothing() {
+        for v in [
+            "Fri, 30 Feb 2024 00:00:00 GMT",
+            "Thu, 31 Apr 2024 00:00:00 GMT",
+            "Mon, 00 Jan 2024 00:00:00 GMT",
+            "Thu, 32 Jan 2024 00:00:00 GMT",
+            "Mon, 01 Jan 2024 24:00:00 GMT",
+            "Mon, 01 Jan 2024 00:60:00 GMT",
+            "Mon, 01 Jan 2024 00:00:61 GMT",
+            "Mon, 01 Jan 2024 12:00:60 GMT", // a leap second only at 23:59:60
+            "Sun Nov 31 08:49:37 1994",
+            "Sun Nov  0 08:49:37 1994",
+            "Sunday, 31-Nov-94 08:49:37 GMT",
+        ] {
+            assert_eq!(RetryAfter::parse(v.as_bytes(), NOW), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_leap_second_is_the_next_midnight() {
+        assert_eq!(
+            at("Sat, 31 Dec 2016 23:59:60 GMT"),
+            at("Sun, 01 Jan 2017 00:00:00 GMT")
+        );
+        assert_eq!(at("Sun, 01 Jan 2017 00:00:00 GMT"), Some(1_483_228_800));
+    }
+
+    #[test]
+    fn the_day_name_must_match_the_date() {
+        assert_eq!(at("Mon, 06 Nov 1994 08:49:37 GMT"), None);
+        assert_eq!(at("Sat, 06 Nov 1994 08:49:37 GMT"), None);
+        assert_eq!(at("Monday, 06-Nov-94 08:49:37 GMT"), None);
+        assert_eq!(at("Mon Nov  6 08:49:37 1994"), None);
+        // Every day name is recognised in its own place.
+        let week = [
+            ("Sun", "Sunday", 6),
+            ("Mon", "Monday", 7),
+            ("Tue", "Tuesday", 8),
+            ("Wed", "Wednesday", 9),
+            ("Thu", "Thursday", 10),
+            ("Fri", "Friday", 11),
+            ("Sat", "Saturday", 12),
+        ];
+        for (i, (short, long, day)) in week.into_iter().enumerate() {
+            let want = Some(RFC_EXAMPLE + i as u64 * 86_400);
+            assert_eq!(at(&format_args_imf(short, day)), want, "{short}");
+            let rfc850 = std::format!("{long}, {day:02}-Nov-94 08:49:37 GMT");
+            assert_eq!(at(&rfc850), want, "{long}");
+            let asctime = std::format!("{short} Nov {day:>2} 08:49:37 1994");
+            assert_eq!(at(&asctime), want, "{asctime}");
+        }
+    }
+
+    fn format_args_imf(day_name: &str, day: u32) -> std::string::String {
+        std::format!("{day_name}, {day:02} Nov 1994 08:49:37 GMT")
+    }
+
+    #[test]
+    fn every_month_is_recognised() {
+        let firsts = [
+            ("Jan", 1_704_067_200),
+            ("Feb", 1_706_745_600),
+            ("Mar", 1_709_251_200),
+            ("Apr", 1_711_929_600),
+            ("May", 1_714_521_600),
+            ("Jun", 1_717_200_000),
+            ("Jul", 1_719_792_000),
+            ("Aug", 1_722_470_400),
+            ("Sep", 1_725_148_800),
+            ("Oct", 1_727_740_800),
+            ("Nov", 1_730_419_200),
+            ("Dec", 1_733_011_200),
+        ];
+        for (month, unix) in firsts {
+            let days = unix / 86_400;
+            let name = core::str::from_utf8(DAY_NAMES[weekday(days as i64) as usize]).unwrap();
+            let v = std::format!("{name}, 01 {month} 2024 00:00:00 GMT");
+            assert_eq!(at(&v), Some(unix), "{v}");
+        }
+    }
+
+    #[test]
+    fn names_are_case_sensitive() {
+        for v in [
+            "Sun, 06 nov 1994 08:49:37 GMT",
+            "Sun, 06 NOV 1994 08:49:37 GMT",
+            "sun, 06 Nov 1994 08:49:37 GMT",
+            "SUN, 06 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 gmt",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun nov  6 08:49:37 1994",
+        ] {
+            assert_eq!(RetryAfter::parse(v.as_bytes(), NOW), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn truncated_or_padded_dates_yield_nothing() {
+        let full = "Sun, 06 Nov 1994 08:49:37 GMT";
+        for len in 0..full.len() {
+            assert_eq!(
+                RetryAfter::parse(&full.as_bytes()[..len], NOW),
+                None,
+                "{len}"
+            );
+        }
+        let full = "Sunday, 06-Nov-94 08:49:37 GMT";
+        for len in 0..full.len() {
+            assert_eq!(
+                RetryAfter::parse(&full.as_bytes()[..len], NOW),
+                None,
+                "{len}"
+            );
+        }
+        let full = "Sun Nov  6 08:49:37 1994";
+        for len in 0..full.len() {
+            assert_eq!(
+                RetryAfter::parse(&full.as_bytes()[..len], NOW),
+                None,
+                "{len}"
+            );
+        }
+        for v in [
+            "Sun, 06 Nov 1994 08:49:37 GMT x",
+            "Sun, 06 Nov 1994 08:49:37 GMTx",
+            "Sun, 6 Nov 1994 08:49:37 GMT",
+            "Sun, 06 Nov 94 08:49:37 GMT",
+            "Sun, 06 Nov 1994 8:49:37 GMT",
+            "Sun,  06 Nov 1994 08:49:37 GMT",
+            "Sun, 06-Nov-1994 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49 GMT",
+            "Sun, 06 Nov 1994 08:49:37 +0000",
+            "Sunday, 06-Nov-94 08:49:37 GMT x",
+            "Sunday, 6-Nov-94 08:49:37 GMT",
+            "Sun Nov 6 08:49:37 1994",
+            "Sun Nov  6 08:49:37 1994 ",
+            "Sun Nov  6 08:49:37 94",
+            "Sun Nov  6 08:49:37 1994 GMT",
+            "Sun Nov _6 08:49:37 1994",
+        ] {
+            // Trailing OWS is trimmed, so that one case is valid; every other is not.
+            let want = if v.ends_with("1994 ") {
+                Some(RetryAfter::At {
+                    unix_secs: RFC_EXAMPLE,
+                })
+            } else {
+                None
+            };
+            assert_eq!(RetryAfter::parse(v.as_bytes(), NOW), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn rfc850_years_follow_the_fifty_year_rule() {
+        // With now in 2023, "94" is 1994 (2094 would be 71 years ahead)...
+        assert_eq!(at("Sunday, 06-Nov-94 08:49:37 GMT"), Some(RFC_EXAMPLE));
+        // ...and "73" is 2073 (50 years ahead at most), "74" is 1974.
+        let y2073 = days_from_civil(2073, 1, 1);
+        let y1974 = days_from_civil(1974, 1, 1);
+        let name = |d: i64| core::str::from_utf8(DAY_NAMES_LONG[weekday(d) as usize]).unwrap();
+        let v = std::format!("{}, 01-Jan-73 00:00:00 GMT", name(y2073));
+        assert_eq!(at(&v), Some(y2073 as u64 * 86_400), "{v}");
+        let v = std::format!("{}, 01-Jan-74 00:00:00 GMT", name(y1974));
+        assert_eq!(at(&v), Some(y1974 as u64 * 86_400), "{v}");
+        // At the epoch, "94" is 1994 and "20" is 2020 (window 1921..=2020).
+        assert_eq!(rfc850_year(94, 0), 1994);
+        assert_eq!(rfc850_year(20, 0), 2020);
+        assert_eq!(rfc850_year(21, 0), 1921);
+        // Near the end of a century the window crosses it.
+        let in_2099 = days_from_civil(2099, 6, 1) as u64 * 86_400;
+        assert_eq!(rfc850_year(0, in_2099), 2100);
+        assert_eq!(rfc850_year(99, in_2099), 2099);
+        assert_eq!(rfc850_year(50, in_2099), 2050);
+        // Any now, however absurd, gives a year that is then refused, not a panic.
+        assert!(rfc850_year(0, u64::MAX) > 9999);
+        assert_eq!(
+            parse_delay(b"Sunday, 06-Nov-94 08:49:37 GMT", u64::MAX),
+            None
+        );
+    }
+
+    #[test]
+    fn civil_round_trip_across_eras() {
+        // Every day from 0001-01-01 to 9999-12-31 and a little beyond, both ways.
+        let first = days_from_civil(1, 1, 1);
+        let last = days_from_civil(9999, 12, 31);
+        assert_eq!(last, 2_932_896);
+        let mut expected_weekday = weekday(first);
+        for days in first..=last + 400 {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+            assert!((1..=days_in_month(y, m)).contains(&d));
+            assert_eq!(weekday(days), expected_weekday);
+            expected_weekday = (expected_weekday + 1) % 7;
+        }
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(weekday(0), 4, "1970-01-01 was a Thursday");
+    }
+
+    #[test]
+    fn delay_from_extremes_of_now() {
+        let d = RetryAfter::At { unix_secs: 0 };
+        assert_eq!(d.delay_from(0), secs(0));
+        assert_eq!(d.delay_from(u64::MAX), None);
+        let d = RetryAfter::At {
+            unix_secs: u64::MAX,
+        };
+        assert_eq!(d.delay_from(0), None);
+        assert_eq!(d.delay_from(u64::MAX), secs(0));
+        assert_eq!(d.delay_from(u64::MAX - MAX_DELAY_SECS), Some(MAX_DELAY));
+    }
+}

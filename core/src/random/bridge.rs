@@ -76,3 +76,88 @@ impl rand_core_09::RngCore for super::SeededRandom {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    #[allow(unused_imports)]
+    use super::*;
+
+    /// One generator implementing all three generations, counting up from 1.
+    #[allow(dead_code)]
+    struct Counter(u32);
+
+    #[cfg(feature = "rand_core_06")]
+    impl rand_core_06::RngCore for Counter {
+        fn next_u32(&mut self) -> u32 {
+            self.0 += 1;
+            self.0
+        }
+        fn next_u64(&mut self) -> u64 {
+            rand_core_06::RngCore::next_u32(self) as u64
+        }
+        fn fill_bytes(&mut self, dst: &mut [u8]) {
+            dst.fill(0)
+        }
+        fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), rand_core_06::Error> {
+            dst.fill(0);
+            Ok(())
+        }
+    }
+
+    #[cfg(feature = "rand_core_09")]
+    impl rand_core_09::RngCore for Counter {
+        fn next_u32(&mut self) -> u32 {
+            self.0 += 10;
+            self.0
+        }
+        fn next_u64(&mut self) -> u64 {
+            rand_core_09::RngCore::next_u32(self) as u64
+        }
+        fn fill_bytes(&mut self, dst: &mut [u8]) {
+            dst.fill(0)
+        }
+    }
+
+    #[cfg(feature = "rand_core_010")]
+    impl rand_core_010::TryRng for Counter {
+        type Error = core::convert::Infallible;
+        fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+            self.0 += 100;
+            Ok(self.0)
+        }
+        fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+            self.try_next_u32().map(u64::from)
+        }
+        fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+            dst.fill(0);
+            Ok(())
+        }
+    }
+
+    #[cfg(feature = "rand_core_06")]
+    #[test]
+    fn rand_core_06_generators_serve() {
+        let mut r = RandCore06(Counter(0));
+        assert_eq!((r.next_u32(), r.next_u32()), (1, 2));
+    }
+
+    #[cfg(feature = "rand_core_09")]
+    #[test]
+    fn rand_core_09_generators_serve_and_seeded_random_is_one() {
+        let mut r = RandCore09(Counter(0));
+        assert_eq!((r.next_u32(), r.next_u32()), (10, 20));
+        let mut ours = super::super::SeededRandom::new(9);
+        let mut copy = ours.clone();
+        let mut buf = [0u8; 6];
+        rand_core_09::RngCore::fill_bytes(&mut ours, &mut buf);
+        let first = Random::next_u32(&mut copy).to_le_bytes();
+        assert_eq!(&buf[..4], &first);
+    }
+
+    #[cfg(feature = "rand_core_010")]
+    #[test]
+    fn rand_core_010_generators_serve() {
+        let mut r = RandCore010(Counter(0));
+        assert_eq!((r.next_u32(), r.next_u32()), (100, 200));
+    }
+}
