@@ -60,7 +60,7 @@ fn arrive<'b>(
         let Ok(ticket) = pushed else {
             return Arrival::Refused;
         };
-        if bulkhead.releases() == full.releases() {
+        if !bulkhead.released_since(&full) {
             return Arrival::Waiting(ticket);
         }
         // A slot came back after step 1, perhaps before we were in the queue for the hook to

@@ -37,10 +37,11 @@
 //! them, which means storage per waiter and a lock or an executor, and the core has neither.
 //! So the core offers a *signal* and the adapter owns the wait. The signal has three parts:
 //!
-//! 1. [`Bulkhead::releases`]: a count of slot releases (wrapping `u32`, `SeqCst`), bumped
-//!    after each slot is given back — an event count.
+//! 1. A count of slot releases (wrapping `u32`), bumped after each slot is given back — an
+//!    event count ([`Bulkhead::releases`] reads it).
 //! 2. [`Bulkhead::try_admit`]: on refusal it returns [`Full`], which carries the occupancy and
-//!    the release count read *before* the attempt.
+//!    the release count read *before* the attempt; [`Bulkhead::released_since`] later says
+//!    whether the count has moved since.
 //! 3. A [`ReleaseHook`] the bulkhead calls after every release (settle or drop, on whichever
 //!    thread or interrupt released). It is a type parameter, so the bulkhead without one
 //!    (`()`) pays nothing for it.
@@ -57,8 +58,8 @@
 //!    with `bulkhead-full` now (a bounded queue is the point; an unbounded one fills with
 //!    requests whose callers have left).
 //! 3. Join the queue (under the adapter's lock), with deadline `now + max_wait`.
-//! 4. If `bulkhead.releases() != full.releases()`, a slot was given back after step 1 — maybe
-//!    before step 3, when the hook found nobody to wake. Leave the queue and go to 1.
+//! 4. If `bulkhead.released_since(&full)`, a slot was given back after step 1 — maybe before
+//!    step 3, when the hook found nobody to wake. Leave the queue and go to 1.
 //! 5. Otherwise sleep until woken or until the deadline. Woken: go to 1 (staying at your place
 //!    in the queue until admitted). Deadline: leave the queue and refuse with `bulkhead-full`.
 //!
@@ -68,10 +69,11 @@
 //!
 //! **No lost wake-up.** The release count is read before the attempt and bumped after the
 //! slot is freed. If a release frees a slot that step 1 did not see, its bump comes after that
-//! read; then either step 4 sees the bump (retry), or the bump — and so the hook call after it
-//! — comes after step 4, when the waiter is already in the queue for the hook to find. This
-//! needs the registration in step 3 to be ordered before the read in step 4: a lock around
-//! the queue gives that, as does a `SeqCst` store.
+//! read. Step 4 is a read-modify-write on the same count, so the bump and step 4 are ordered:
+//! either step 4 comes later and sees the bump (retry), or the bump comes later and, reading
+//! what step 4 wrote, sees everything the waiter did before it — its registration — so the
+//! hook call after the bump finds the waiter. Any registration works (a lock, a plain atomic
+//! store); no `SeqCst` is needed anywhere. A loom model checks this (`loom_bulkhead.rs`).
 //!
 //! **No hand-off, so fairness is the adapter's.** The hook wakes a waiter; it does not give it
 //! the freed slot. A caller that skips the queue can take the slot first (barging), and the
@@ -122,7 +124,7 @@
 //! for name in ['a', 'b', 'c'] {
 //!     let full = bulkhead.try_admit().unwrap_err(); // step 1: refused
 //!     queue.borrow_mut().push(name, now, &wait).unwrap(); // step 3: join
-//!     assert_eq!(bulkhead.releases(), full.releases()); // step 4: no release meanwhile
+//!     assert!(!bulkhead.released_since(&full)); // step 4: no release meanwhile
 //! }
 //! drop(holder); // the release wakes one waiter: under LIFO, the newest
 //! assert_eq!(*woken.borrow(), ['c']);
@@ -204,7 +206,8 @@ pub struct Bulkhead<H = ()> {
     max_concurrent: u32,
     slots: Slots,
     // Bumped after every release; the wait protocol's event count. Wraps: a waiter compares two
-    // reads a few instructions apart, and 2^32 releases cannot happen in between.
+    // reads a few instructions apart, and 2^32 releases cannot happen in between. Never SeqCst:
+    // the protocol's ordering comes from read-modify-writes on this one word.
     releases: AtomicU32,
     hook: H,
 }
@@ -265,9 +268,31 @@ impl<H> Bulkhead<H> {
     }
 
     /// How many slots have been given back since construction, wrapping at `u32::MAX`: the
-    /// event count of the wait protocol. Compare it with [`Full::releases`].
+    /// event count of the wait protocol, as a snapshot. A waiter's step 4 uses
+    /// [`Self::released_since`], which is ordered after the waiter's registration; a plain
+    /// comparison with this snapshot is not.
     pub fn releases(&self) -> u32 {
-        self.releases.load(Ordering::SeqCst)
+        self.releases.load(Ordering::Acquire)
+    }
+
+    /// Whether any slot was given back since `full`'s attempt: step 4 of the wait protocol.
+    ///
+    /// It is a read-modify-write (adding zero), not a load, so it is ordered with every
+    /// release's bump: if it says no, the next release's hook call sees everything this thread
+    /// did before calling it. It is only for the waiting path; it writes to a shared line.
+    ///
+    /// ```
+    /// use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+    ///
+    /// let b = Bulkhead::new(BulkheadConfig::new(1).unwrap());
+    /// let holder = b.try_admit().unwrap();
+    /// let full = b.try_admit().unwrap_err();
+    /// assert!(!b.released_since(&full));
+    /// drop(holder);
+    /// assert!(b.released_since(&full));
+    /// ```
+    pub fn released_since(&self, full: &Full) -> bool {
+        self.releases.fetch_add(0, Ordering::AcqRel) != full.releases
     }
 
     /// The release hook, so an adapter can reach the waiter queue it keeps there.
@@ -289,12 +314,12 @@ impl<H: ReleaseHook> Bulkhead<H> {
     /// assert_eq!(p.held_at_admission(), 1);
     /// let full = b.try_admit().unwrap_err();
     /// drop(p);
-    /// assert_ne!(b.releases(), full.releases(), "a slot came back after the refusal");
+    /// assert!(b.released_since(&full), "a slot came back after the refusal");
     /// ```
     pub fn try_admit(&self) -> Result<BulkheadPermit<'_, H>, Full> {
         // Read before the attempt: a release this attempt missed bumps the count after this
         // read, which is what lets the waiter detect it (see the module docs).
-        let releases = self.releases.load(Ordering::SeqCst);
+        let releases = self.releases.load(Ordering::Acquire);
         match self.slots.try_acquire(self.max_concurrent) {
             Ok(held) => Ok(BulkheadPermit {
                 bulkhead: self,
@@ -306,7 +331,7 @@ impl<H: ReleaseHook> Bulkhead<H> {
 
     fn release(&self) {
         self.slots.release();
-        self.releases.fetch_add(1, Ordering::SeqCst);
+        self.releases.fetch_add(1, Ordering::AcqRel);
         self.hook.on_release();
     }
 }
@@ -416,7 +441,8 @@ impl Full {
         self.held
     }
 
-    /// [`Bulkhead::releases`] as read before the attempt.
+    /// The release count as read before the attempt (compare with
+    /// [`Bulkhead::released_since`]).
     pub const fn releases(&self) -> u32 {
         self.releases
     }
