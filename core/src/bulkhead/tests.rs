@@ -209,11 +209,10 @@ fn wait_config_validation() {
         WaitConfig::new(1, Duration::ZERO, WaitOrder::Lifo),
         Err(WaitConfigError::WaitersWithoutWait)
     );
-    assert_eq!(
-        WaitConfig::new(0, Duration::ZERO, WaitOrder::Lifo)
+    assert!(
+        !WaitConfig::new(0, Duration::ZERO, WaitOrder::Lifo)
             .unwrap()
-            .allows_waiting(),
-        false
+            .allows_waiting()
     );
     let w = WaitConfig::new(u32::MAX, Duration::MAX, WaitOrder::Lifo).unwrap();
     assert_eq!(
