@@ -409,7 +409,9 @@ impl<W: OutcomeWindow> Breaker<W> {
             .scale
             .ticks_in(Duration::from_nanos(wait))
             .clamp(1, self.longest_wait.max(1));
-        let until = self.scale.ticks(env.now).wrapping_add(ticks);
+        // The end as an instant, saturated: at the end of the timeline the wait ends there
+        // rather than past a time that can never come.
+        let until = self.scale.ticks(self.scale.instant_after(env.now, ticks));
         self.open_until.store(until, Ordering::Release);
         self.state
             .compare_exchange(from, next.pack(), Ordering::AcqRel, Ordering::Acquire)
@@ -548,7 +550,14 @@ impl<W: OutcomeWindow> Policy for Breaker<W> {
         let mut current = self.state.load(Ordering::Acquire);
         loop {
             let word = Word::unpack(current);
-            let open_until = self.open_until.load(Ordering::Acquire);
+            // Every wait ends by the end of the timeline (its end is saturated there), but the
+            // tick word cannot tell: at `Instant::MAX`, where time can no longer move, the
+            // wait is over.
+            let open_until = if env.now == Instant::MAX {
+                now
+            } else {
+                self.open_until.load(Ordering::Acquire)
+            };
             let permit = |role, epoch| BreakerPermit {
                 breaker: Some(self),
                 epoch,

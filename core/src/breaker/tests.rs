@@ -546,18 +546,48 @@ fn time_edges_zero_backwards_a_year_and_the_end_of_time() {
     };
     assert_eq!(b.state(), Closed, "closed by {admitted_by:?}");
 
-    // The end of time: no panic, retry-at saturates.
+    // Opened just before the end of time: the wait ends at the end, not past it.
+    let mut rig = Rig::new();
+    let b = Breaker::new(config).unwrap();
+    let mut env = rig.env(Instant::MAX - Duration::from_nanos(240));
+    call(&b, &mut env, FAIL).unwrap();
+    let r = b.admit(&mut env).unwrap_err();
+    assert_eq!(r.retry_at(), Some(Instant::MAX));
+    env.now = Instant::MAX;
+    assert!(
+        b.admit(&mut env).unwrap().is_probe(),
+        "time cannot pass the end: probe there"
+    );
+
+    // Opened long ago, then the clock jumps to the end: the tick word may alias, but time
+    // cannot move past the end, so the wait is over there.
+    let mut rig = Rig::new();
+    let b = Breaker::new(config).unwrap();
+    let mut env = rig.env(Instant::from_secs(1));
+    call(&b, &mut env, FAIL).unwrap();
+    env.now = Instant::MAX;
+    assert!(b.admit(&mut env).is_ok());
+
+    // At the end of time, then back to zero: no panic.
     let mut rig = Rig::new();
     let b = Breaker::new(config).unwrap();
     let mut env = rig.env(Instant::MAX);
     call(&b, &mut env, FAIL).unwrap();
-    let r = b.admit(&mut env).unwrap_err();
-    assert_eq!(r.retry_at(), Some(Instant::MAX));
+    assert!(
+        b.admit(&mut env).is_ok(),
+        "opened at the end of time, probes at once"
+    );
     env.now = Instant::ZERO;
-    // From the end of time back to zero the word aliases to just under 5 s: bounded, no panic.
-    let r = b.admit(&mut env).unwrap_err();
-    assert!(r.retry_at().unwrap() <= Instant::from_secs(5), "{r:?}");
-    env.now = r.retry_at().unwrap();
+    b.reset(&mut env);
+    env.now = Instant::MAX;
+    call(&b, &mut env, FAIL).unwrap();
+    env.now = Instant::ZERO;
+    // From the end of time back to zero: the probe comes early (or, had the word aliased,
+    // within the 5 s wait), and nothing panics.
+    if let Err(r) = b.admit(&mut env) {
+        assert!(r.retry_at().unwrap() <= Instant::from_secs(5), "{r:?}");
+        env.now = r.retry_at().unwrap();
+    }
     call(&b, &mut env, OK).unwrap();
     assert_eq!(b.state(), Closed);
 }
