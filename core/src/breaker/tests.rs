@@ -155,7 +155,6 @@ fn open_refuses_with_the_next_probe_instant_then_one_probe_closes() {
     assert_eq!(b.state(), Closed);
     call(&b, &mut env, FAIL).unwrap();
     assert_eq!(b.state(), Closed, "the window was cleared on closing");
-    drop(env);
     assert_eq!(
         rig.log.transitions(),
         [
@@ -175,7 +174,6 @@ fn a_failed_probe_reopens_for_another_wait() {
     assert_eq!(b.state(), Open);
     let r = b.admit(&mut env).unwrap_err();
     assert_eq!(r.retry_at(), Some(Instant::from_secs(11)));
-    drop(env);
     assert_eq!(
         rig.log.transitions()[2],
         (HalfOpen, Open, TransitionCause::ProbesFailed)
@@ -394,7 +392,6 @@ fn operator_states_and_their_events() {
         "nothing from the disabled period was counted"
     );
     b.reset(&mut env);
-    drop(env);
     let op = TransitionCause::Operator;
     assert_eq!(
         rig.log.transitions(),
@@ -718,7 +715,6 @@ fn consecutive_failures_trip_with_few_calls_and_a_success_breaks_the_run() {
     call(&b, &mut env, Verdict::Rejected(RejectReason::Throttled)).unwrap();
     call(&b, &mut env, FAIL).unwrap();
     assert_eq!(b.state(), Open, "a rejection does not break the run");
-    drop(env);
     assert_eq!(
         rig.log.transitions()[0].2,
         TransitionCause::ConsecutiveFailures
@@ -752,7 +748,6 @@ fn slow_call_rate_trips_even_when_calls_succeed() {
     assert_eq!(b.state(), Closed, "2 of 4 slow is not above half");
     slow_call(&mut env, 700);
     assert_eq!(b.state(), Open);
-    drop(env);
     assert_eq!(rig.log.transitions()[0].2, TransitionCause::SlowCallRate);
 }
 
@@ -788,7 +783,6 @@ fn every_transition_emits_exactly_one_event() {
     for _ in 0..5 {
         call(&b, &mut env, OK).unwrap();
     }
-    drop(env);
     assert_eq!(rig.log.transitions().len(), 3);
     assert!(
         rig.log.0.borrow().iter().all(|e| match e {
