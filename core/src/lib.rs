@@ -39,8 +39,8 @@ pub(crate) mod slots;
 pub(crate) mod sync;
 pub(crate) mod window;
 
-pub mod bulkhead;
 pub mod breaker;
+pub mod bulkhead;
 pub mod call;
 pub mod classify;
 pub mod execute;
