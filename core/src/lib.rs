@@ -39,6 +39,7 @@ pub(crate) mod window;
 
 pub mod call;
 pub mod classify;
+pub mod limiter;
 pub mod observe;
 pub mod permit;
 pub mod pipeline;
