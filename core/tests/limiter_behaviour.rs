@@ -29,7 +29,10 @@ struct Upstream {
 fn run(config: LimiterConfig, phases: &[(u64, u64)], overload_at: u32) -> Vec<u32> {
     let limiter = Limiter::new(config).unwrap();
     let mut rng = SeededRandom::new(42);
-    let mut upstream = Upstream { base_us: BASE_MS * 1000, overload_at };
+    let mut upstream = Upstream {
+        base_us: BASE_MS * 1000,
+        overload_at,
+    };
     let mut calls: Vec<(LimiterPermit<'_>, u64, Verdict)> = Vec::new();
     let mut trace = Vec::new();
     let mut now_ms = 0u64;
@@ -50,7 +53,9 @@ fn run(config: LimiterConfig, phases: &[(u64, u64)], overload_at: u32) -> Vec<u3
             }
             let idle = 3 * C as usize - calls.len();
             for _ in 0..idle {
-                let Ok(permit) = limiter.admit(&mut env) else { break };
+                let Ok(permit) = limiter.admit(&mut env) else {
+                    break;
+                };
                 let n = calls.len() as u64 + 1;
                 let (done, verdict) = if n > upstream.overload_at as u64 {
                     (now_us + 1_000, Verdict::Overload { retry_after: None })
@@ -60,7 +65,10 @@ fn run(config: LimiterConfig, phases: &[(u64, u64)], overload_at: u32) -> Vec<u3
                 };
                 calls.push((permit, done, verdict));
             }
-            assert!(limiter.in_flight() as usize == calls.len(), "in-flight is exact");
+            assert!(
+                limiter.in_flight() as usize == calls.len(),
+                "in-flight is exact"
+            );
             if now_ms % 1000 == 0 {
                 trace.push(limiter.limit());
             }
@@ -105,7 +113,10 @@ fn vegas_finds_capacity_backs_off_and_recovers() {
     assert!(fell.is_some_and(|i| i < STEADY as usize + 20), "{t:?}");
     let end = (STEADY + SLOW + RECOVER) as usize;
     let r = settles(&t, (STEADY + SLOW) as usize..end, C as f64).expect("recovers");
-    assert!(r <= (STEADY + SLOW) as usize + 20, "recovered at {r}: {t:?}");
+    assert!(
+        r <= (STEADY + SLOW) as usize + 20,
+        "recovered at {r}: {t:?}"
+    );
 }
 
 /// Gradient2 with `rtt_tolerance` 1.0 (min 1) targets the capacity: settles within ±25 % of C
@@ -114,7 +125,10 @@ fn vegas_finds_capacity_backs_off_and_recovers() {
 #[test]
 fn gradient2_at_tolerance_one_tracks_capacity() {
     let config = LimiterConfig {
-        algorithm: Algorithm::Gradient2(Gradient2 { rtt_tolerance: 1.0, ..Gradient2::DEFAULT }),
+        algorithm: Algorithm::Gradient2(Gradient2 {
+            rtt_tolerance: 1.0,
+            ..Gradient2::DEFAULT
+        }),
         min_limit: 1,
         ..LimiterConfig::gradient2()
     };
@@ -126,14 +140,21 @@ fn gradient2_at_tolerance_one_tracks_capacity() {
     assert!(fell.is_some_and(|i| i < STEADY as usize + 10), "{t:?}");
     let end = (STEADY + SLOW + RECOVER) as usize;
     let r = settles(&t, (STEADY + SLOW) as usize..end, C as f64).expect("recovers");
-    assert!(r <= (STEADY + SLOW) as usize + 60, "recovered at {r}: {t:?}");
+    assert!(
+        r <= (STEADY + SLOW) as usize + 60,
+        "recovered at {r}: {t:?}"
+    );
 }
 
 /// Gradient2 at Netflix's default tolerance 1.5 deliberately lets latency run 50 % over the
 /// baseline: against this upstream it settles near 1.5·C + 4, not C. Documented, not a bug.
 #[test]
 fn gradient2_default_tolerance_settles_at_one_and_a_half_capacity() {
-    let t = run(LimiterConfig::gradient2(), &[(STEADY * 2, BASE_MS)], u32::MAX);
+    let t = run(
+        LimiterConfig::gradient2(),
+        &[(STEADY * 2, BASE_MS)],
+        u32::MAX,
+    );
     let target = 1.5 * C as f64 + 4.0;
     let s = settles(&t, 0..t.len(), target).expect("settles");
     assert!(s <= 80, "settled at {s}: {t:?}");
@@ -145,11 +166,17 @@ fn gradient2_default_tolerance_settles_at_one_and_a_half_capacity() {
 /// that makes the upstream shed earlier.
 #[test]
 fn aimd_follows_overload_signals() {
-    let config = LimiterConfig { min_limit: 1, ..LimiterConfig::aimd() };
+    let config = LimiterConfig {
+        min_limit: 1,
+        ..LimiterConfig::aimd()
+    };
     let t = run(config, &[(STEADY + 30, BASE_MS)], C * 6 / 5);
     let s = settles(&t, 0..t.len(), C as f64).expect("settles");
     assert!(s <= 50, "settled at {s}: {t:?}");
-    assert!(t.iter().all(|&l| l <= C * 6 / 5 + 1), "never far past the shedding point: {t:?}");
+    assert!(
+        t.iter().all(|&l| l <= C * 6 / 5 + 1),
+        "never far past the shedding point: {t:?}"
+    );
 }
 
 /// The baseline refresh (concurrency-limits #165): after the upstream slows for good, Vegas's
@@ -157,19 +184,31 @@ fn aimd_follows_overload_signals() {
 /// limit returns to the capacity, which has not changed.
 #[test]
 fn a_permanent_slowdown_is_relearned_after_a_baseline_refresh() {
-    let config = LimiterConfig { probe_multiplier: 2, ..LimiterConfig::vegas() };
+    let config = LimiterConfig {
+        probe_multiplier: 2,
+        ..LimiterConfig::vegas()
+    };
     let t = run(config, &[(STEADY, BASE_MS), (200, 3 * BASE_MS)], u32::MAX);
     let late = &t[t.len() - 20..];
     assert!(late.iter().all(|&l| within(l, C as f64, 0.25)), "{t:?}");
-    let never = LimiterConfig { probe_multiplier: 0, ..LimiterConfig::vegas() };
+    let never = LimiterConfig {
+        probe_multiplier: 0,
+        ..LimiterConfig::vegas()
+    };
     let t = run(never, &[(STEADY, BASE_MS), (200, 3 * BASE_MS)], u32::MAX);
-    assert!(t[t.len() - 1] < C / 2, "without refresh the stale baseline pins it: {t:?}");
+    assert!(
+        t[t.len() - 1] < C / 2,
+        "without refresh the stale baseline pins it: {t:?}"
+    );
 }
 
 #[test]
 fn window_length_follows_twice_the_rtt_between_its_bounds() {
     // Windows of [10 ms, 1 s] and 10 ms calls: a window lasts 20 ms, so many more updates.
-    let fast = LimiterConfig { min_window: Duration::from_millis(10), ..LimiterConfig::vegas() };
+    let fast = LimiterConfig {
+        min_window: Duration::from_millis(10),
+        ..LimiterConfig::vegas()
+    };
     let limiter = Limiter::new(fast).unwrap();
     let mut rng = SeededRandom::new(1);
     let changes = core::cell::Cell::new(0u32);
@@ -185,7 +224,9 @@ fn window_length_follows_twice_the_rtt_between_its_bounds() {
     let observer = Count(&changes);
     for ms in 0..200u64 {
         let mut env = Env::new(Instant::from_millis(ms * 10), &mut rng).with_observer(&observer);
-        let permits: Vec<_> = (0..limiter.limit()).map(|_| limiter.admit(&mut env).unwrap()).collect();
+        let permits: Vec<_> = (0..limiter.limit())
+            .map(|_| limiter.admit(&mut env).unwrap())
+            .collect();
         env.now = Instant::from_millis(ms * 10 + 10);
         for p in permits {
             p.settle(&Verdict::Success, &mut env);

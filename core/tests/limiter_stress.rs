@@ -80,5 +80,10 @@ fn in_flight_never_exceeds_the_limit_at_admission() {
     });
     assert_eq!(limiter.in_flight(), 0, "every slot came back");
     assert_eq!(limiter.waiting(), 0, "every waiting place came back");
-    assert!(changes.load(Ordering::Relaxed) > 10, "the limit moved during the run: {} {}", changes.load(Ordering::Relaxed), limiter.limit());
+    assert!(
+        changes.load(Ordering::Relaxed) > 10,
+        "the limit moved during the run: {} {}",
+        changes.load(Ordering::Relaxed),
+        limiter.limit()
+    );
 }
