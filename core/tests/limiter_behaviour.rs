@@ -69,7 +69,7 @@ fn run(config: LimiterConfig, phases: &[(u64, u64)], overload_at: u32) -> Vec<u3
                 limiter.in_flight() as usize == calls.len(),
                 "in-flight is exact"
             );
-            if now_ms % 1000 == 0 {
+            if now_ms.is_multiple_of(1000) {
                 trace.push(limiter.limit());
             }
         }

@@ -280,7 +280,7 @@ mod tests {
             },
             &window(10, 20),
         );
-        assert!(l >= CALL && l <= 200 * CALL);
+        assert!((CALL..=200 * CALL).contains(&l));
         let w = WindowSummary {
             rtt: None,
             max_in_flight: 0,
