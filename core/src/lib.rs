@@ -45,6 +45,7 @@ pub mod pipeline;
 pub mod random;
 pub mod rejection;
 pub mod retry;
+pub mod throttler;
 pub mod time;
 pub mod verdict;
 
