@@ -43,6 +43,7 @@ pub mod observe;
 pub mod permit;
 pub mod pipeline;
 pub mod random;
+pub mod rate_limit;
 pub mod rejection;
 pub mod retry;
 pub mod throttler;
