@@ -18,8 +18,8 @@ fn bound(burst: u32, t: Duration, start: Instant, end: Instant) -> u64 {
 #[test]
 fn four_threads_never_exceed_burst_plus_rate_times_elapsed() {
     let burst = 8;
-    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst))
-        .unwrap();
+    let limiter =
+        RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap();
     let start = Instant::from_secs(7);
     let clock = ManualClock::new(start);
     let admitted = AtomicU64::new(0);
@@ -49,8 +49,8 @@ fn four_threads_never_exceed_burst_plus_rate_times_elapsed() {
 #[test]
 fn n_cell_acquisitions_under_contention_respect_the_bound() {
     let burst = 10;
-    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst))
-        .unwrap();
+    let limiter =
+        RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap();
     let start = Instant::from_secs(1);
     let clock = ManualClock::new(start);
     let cells = AtomicU64::new(0);
@@ -78,8 +78,7 @@ fn n_cell_acquisitions_under_contention_respect_the_bound() {
 fn keyed_buckets_hold_their_bound_while_keys_churn() {
     let burst = 4;
     let table: KeyedRateLimiter<64> =
-        KeyedRateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst))
-            .unwrap();
+        KeyedRateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap();
     let start = Instant::from_secs(3);
     let clock = ManualClock::new(start);
     let hot: [AtomicU64; 4] = Default::default();

@@ -165,8 +165,8 @@ impl Gcra {
         // Cells in the bucket, as (old_span − debt) / T_old; may be "negative" (early arrivals).
         let held = old_span.saturating_sub(debt as u64);
         // New debt = span_new − held · T_new / T_old, rounded up, within [0, span_new].
-        let owed = (next.span() as u64 * self.emission as u64)
-            .saturating_sub(held * next.emission as u64);
+        let owed =
+            (next.span() as u64 * self.emission as u64).saturating_sub(held * next.emission as u64);
         let new_debt = owed.div_ceil(self.emission as u64);
         let new_debt = if new_debt > next.span() as u64 {
             next.span()

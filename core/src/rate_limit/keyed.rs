@@ -321,12 +321,8 @@ impl<const N: usize> KeyedRateLimiter<N> {
         loop {
             match g.decide(tat & TICK_MASK, tick, n) {
                 Decision::Admit(next) => {
-                    match word.compare_exchange_weak(
-                        tat,
-                        next,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    ) {
+                    match word.compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Acquire)
+                    {
                         Ok(_) => return Ok(()),
                         Err(actual) => tat = actual,
                     }
@@ -355,8 +351,8 @@ impl<const N: usize> Policy for ForKey<'_, N> {
     where
         Self: 'a;
 
-    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
-        &'a self,
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
         env: &mut Env<'_, R, O>,
     ) -> Result<RateLimitPermit, Rejection> {
         self.table

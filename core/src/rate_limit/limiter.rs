@@ -217,7 +217,11 @@ impl RateLimiter {
     /// assert_eq!(l.burst(), 5);
     /// assert_eq!(l.available(now), 5, "6 cells carried over, capped at the new burst");
     /// ```
-    pub fn reconfigure(&self, config: RateLimitConfig, now: Instant) -> Result<(), ReconfigureError> {
+    pub fn reconfigure(
+        &self,
+        config: RateLimitConfig,
+        now: Instant,
+    ) -> Result<(), ReconfigureError> {
         let next = Gcra::new(&config).map_err(ReconfigureError::Config)?;
         if self
             .reconfiguring
@@ -264,9 +268,9 @@ impl fmt::Display for ReconfigureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReconfigureError::Config(e) => write!(f, "invalid rate-limit config: {e}"),
-            ReconfigureError::Busy => f.write_str(
-                "another reconfiguration of this rate limiter is running; try again",
-            ),
+            ReconfigureError::Busy => {
+                f.write_str("another reconfiguration of this rate limiter is running; try again")
+            }
         }
     }
 }
@@ -276,8 +280,8 @@ impl core::error::Error for ReconfigureError {}
 impl Policy for RateLimiter {
     type Permit<'a> = RateLimitPermit;
 
-    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
-        &'a self,
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
         env: &mut Env<'_, R, O>,
     ) -> Result<RateLimitPermit, Rejection> {
         self.try_acquire(env.now).map(|()| RateLimitPermit::new())
