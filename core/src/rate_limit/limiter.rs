@@ -159,9 +159,9 @@ impl RateLimiter {
                     ) {
                         Ok(_) => return Ok(()),
                         Err(actual) => {
-                            if (actual ^ word) & SLOT_BIT != 0 {
-                                g = self.slots[(actual >> 31) as usize].load();
-                            }
+                            // Reload the slot even when the bit is unchanged: two
+                            // reconfigurations flip it back onto a rewritten slot.
+                            g = self.slots[(actual >> 31) as usize].load();
                             word = actual;
                         }
                     }

@@ -33,7 +33,8 @@
 //! differences are read on a circle of 2^31 ticks, about a million emission intervals:
 //!
 //! * **TAT up to burst × T ahead of now**: ordinary debt.
-//! * **Further ahead, by up to max(burst × T, 1 s)** (ours): a caller whose `now` lags the
+//! * **Further ahead, by up to max(burst × T, 1 s)** (ours; capped so the whole stays below
+//!   2^30 ticks, at least half a million emission intervals): a caller whose `now` lags the
 //!   latest admission (another thread read the clock later and admitted first) or a small
 //!   step backwards. Real debt: refused, with the wait. This is what keeps the bound exact
 //!   when concurrent callers' clock readings are not in the order of their admissions.
