@@ -60,8 +60,9 @@ fuzz_target!(|data: &[u8]| {
             cells = 0;
         }
         assert!(l.available(now) <= cfg.burst);
-        let t = l.emission_interval().as_nanos() as u64;
-        let bound = cfg.burst as u64 + (now - start).as_nanos() as u64 / t;
+        // Exact in real nanoseconds against the configured rate.
+        let (count, per) = (cfg.rate.count() as u128, cfg.rate.period().as_nanos());
+        let bound = cfg.burst as u64 + ((now - start).as_nanos() * count / per) as u64;
         assert!(cells <= bound, "{cells} > {bound}");
     }
 });

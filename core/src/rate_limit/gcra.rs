@@ -16,8 +16,8 @@ use crate::time::ticks::TickScale;
 pub(crate) const TICK_MASK: u32 = (1 << 31) - 1;
 /// Every span stays below this many ticks, so "ahead" and "behind" split the 31-bit circle.
 const SPAN_LIMIT: u64 = 1 << 30;
-/// Emission intervals are stored as 1 024–2 047 ticks where the span allows: 0.1% precision.
-const PRECISION_BITS: u32 = 10;
+/// Emission intervals are stored as 2 049–4 097 ticks where the span allows: under 0.1% long.
+const PRECISION_BITS: u32 = 11;
 /// How late a caller's `now` may be, relative to the latest admission, and still be read as
 /// an early arrival (refused) rather than as a long idle (full bucket): one second, or the
 /// span if that is longer (ours). See the module docs.
@@ -71,8 +71,11 @@ impl Gcra {
         let mut shift = log2.saturating_sub(PRECISION_BITS);
         let mut emission;
         loop {
-            // Rounded up: a rate is never exceeded, only undershot by under a tick per cell.
-            emission = per.div_ceil(count << shift);
+            // The interval rounded up to whole ticks, plus one: `now` is read to the tick
+            // below, so an elapsed time can read up to one tick long, and the extra tick pays
+            // for it. That makes burst + rate × elapsed exact in real nanoseconds against the
+            // configured rate, not just to within a tick (found by the proptest).
+            emission = per.div_ceil(count << shift) + 1;
             if emission * burst < SPAN_LIMIT as u128 {
                 break;
             }
@@ -202,14 +205,18 @@ mod tests {
             (Rate::per_second(10), 10),
             (Rate::per_second(3), 1),
             (Rate::per_hour(1), 1_000),
-            (Rate::per_second(1_000_000_000), 1),
+            (Rate::per_second(1_000_000), 1),
+            (Rate::per_second(499_999), 1),
             (Rate::per_second(1_000), 500_000),
         ] {
             let g = gcra(rate, burst);
-            let asked = rate.emission_interval().as_nanos() as f64;
-            let stored = g.emission_interval().as_nanos() as f64;
-            assert!(stored >= asked, "{rate:?}");
-            assert!(stored <= asked * 1.001, "{rate:?}: {stored} vs {asked}");
+            let asked = rate.emission_interval().as_nanos();
+            let stored = g.emission_interval().as_nanos();
+            assert!(stored > asked, "{rate:?}: strictly longer");
+            assert!(
+                stored * 1_000 <= asked * 1_001,
+                "{rate:?}: {stored} vs {asked}"
+            );
             assert!((g.span() as u64) < SPAN_LIMIT);
             assert!(g.span() + g.early <= SPAN_LIMIT as u32);
         }
@@ -235,9 +242,14 @@ mod tests {
             Err(RateLimitConfigError::RateBeyondResolution)
         );
         assert_eq!(
-            c(Rate::per_second(300_000_000), 1),
+            c(Rate::per_second(2_000_000), 1),
             Err(RateLimitConfigError::RateBeyondResolution),
-            "3.33 ns cannot be held to 0.1%"
+            "500 ns plus a 1 ns tick is 0.2% off"
+        );
+        assert_eq!(
+            c(Rate::per_second(999_999), 1),
+            Err(RateLimitConfigError::RateBeyondResolution),
+            "1 000.001 ns rounds up to 1 001, plus a tick: 0.2% off"
         );
         assert_eq!(
             c(Rate::per_second(1), 1 << 30),
@@ -248,20 +260,24 @@ mod tests {
     #[test]
     fn decide_burst_then_rate() {
         let g = gcra(Rate::one_every(Duration::from_nanos(1 << 20)), 3);
-        assert_eq!(g.emission, 1024);
+        let t = g.emission;
+        assert_eq!(
+            t, 2049,
+            "2^20 ns in 512 ns ticks, plus the tick that pays for rounding"
+        );
         let mut tat = g.full(Instant::ZERO);
         for _ in 0..3 {
             match g.decide(tat, 0, 1) {
-                Decision::Admit(t) => tat = t,
+                Decision::Admit(next) => tat = next,
                 Decision::Wait(_) => panic!("a full bucket admits its burst"),
             }
         }
-        assert_eq!(g.decide(tat, 0, 1), Decision::Wait(1024));
-        assert_eq!(g.decide(tat, 1023, 1), Decision::Wait(1));
-        assert!(matches!(g.decide(tat, 1024, 1), Decision::Admit(_)));
+        assert_eq!(g.decide(tat, 0, 1), Decision::Wait(t));
+        assert_eq!(g.decide(tat, t - 1, 1), Decision::Wait(1));
+        assert!(matches!(g.decide(tat, t, 1), Decision::Admit(_)));
         assert_eq!(g.available(tat, 0), 0);
-        assert_eq!(g.available(tat, 2048), 2);
-        assert_eq!(g.decide(tat, 0, 3), Decision::Wait(3 * 1024));
+        assert_eq!(g.available(tat, 2 * t), 2);
+        assert_eq!(g.decide(tat, 0, 3), Decision::Wait(3 * t));
     }
 
     #[test]
@@ -270,7 +286,7 @@ mod tests {
         // Empty bucket: TAT = now + span.
         let now = 5_000_000;
         let tat = now + g.span();
-        assert!(matches!(g.decide(tat, now - 10, 1), Decision::Wait(w) if w == 10 + 1024));
+        assert!(matches!(g.decide(tat, now - 10, 1), Decision::Wait(w) if w == 10 + g.emission));
         assert!(matches!(g.decide(tat, now - g.early, 1), Decision::Wait(_)));
         assert!(matches!(
             g.decide(tat, now - g.early - 1, 1),

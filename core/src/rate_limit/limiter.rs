@@ -188,7 +188,7 @@ impl RateLimiter {
     }
 
     /// The emission interval in force, as stored: the configured `period / count` rounded up
-    /// to a whole tick (within 0.1%, never shorter).
+    /// to whole ticks plus one tick (within 0.1%, always longer).
     pub fn emission_interval(&self) -> Duration {
         self.current().1.emission_interval()
     }

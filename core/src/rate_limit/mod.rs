@@ -28,8 +28,13 @@
 //!
 //! The bucket is GCRA's theoretical arrival time (TAT), in ticks of a scale chosen per
 //! limiter: the coarsest on which the emission interval T = period / count is held to within
-//! 0.1% (rounded up, so the rate is never exceeded), made coarser only if burst × T would not
-//! fit below 2^30 ticks. The TAT is 31 bits (the top bit names the configuration slot), so
+//! 0.1%, made coarser only if burst × T would not
+//! fit below 2^30 ticks. T is stored as period / count rounded up to whole ticks, plus one
+//! tick: `now` is read to the tick below, so a caller's elapsed time can read up to one tick
+//! long, and the extra tick pays for it. The bound burst + rate × elapsed is therefore exact in
+//! real nanoseconds against the configured rate, for instants anywhere within a tick, at the
+//! price of a rate up to 0.1% below the one asked (up to half a million cells a second can be
+//! held that closely). The TAT is 31 bits (the top bit names the configuration slot), so
 //! differences are read on a circle of 2^31 ticks, about a million emission intervals:
 //!
 //! * **TAT up to burst × T ahead of now**: ordinary debt.

@@ -128,8 +128,8 @@ pub enum RateLimitConfigError {
     ZeroPeriod,
     /// The burst is zero.
     ZeroBurst,
-    /// More than one cell per nanosecond, or an interval that the 32-bit state cannot hold to
-    /// within 0.1% at this burst.
+    /// An interval that the 32-bit state cannot hold to within 0.1% at this burst: more than
+    /// half a million cells a second, or a burst too large for a fine interval.
     RateBeyondResolution,
     /// The burst is 2^30 cells or more: the 31-bit state word cannot measure it.
     BurstTooLarge,
@@ -149,7 +149,7 @@ impl fmt::Display for RateLimitConfigError {
             }
             RateLimitConfigError::RateBeyondResolution => {
                 "the emission interval (period / count) cannot be stored to within 0.1% at this \
-                 burst: use a rate of at most one cell per nanosecond, or a smaller burst"
+                 burst: use a rate of at most half a million cells a second, or a smaller burst"
             }
             RateLimitConfigError::BurstTooLarge => {
                 "the burst must be below 2^30 cells (the state is one 32-bit word)"

