@@ -346,7 +346,7 @@ proptest! {
         let mut now = Instant::from_secs(100);
         for (first, step) in ops {
             now = if step >= 0 { now + Duration::from_millis((step % 30_000) as u64) }
-                  else { now - Duration::from_millis((step.unsigned_abs() % 30_000) as u64) };
+                  else { now - Duration::from_millis(step.unsigned_abs() % 30_000) };
             if first {
                 budget.record_first_attempt(now);
             } else if budget.try_spend(now, VerdictKind::Transient) {

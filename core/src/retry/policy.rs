@@ -207,10 +207,10 @@ fn plan<R: Random + ?Sized, O: Observer + ?Sized>(
     }
     let now = env.now;
     let retry_after = outcome.verdict.retry_after();
-    if let (Some(wait), Some(deadline)) = (retry_after, outcome.deadline) {
-        if deadline.has_passed(now.saturating_add(wait)) {
-            return Err(GiveUpReason::RetryAfterBeyondDeadline);
-        }
+    if let (Some(wait), Some(deadline)) = (retry_after, outcome.deadline)
+        && deadline.has_passed(now.saturating_add(wait))
+    {
+        return Err(GiveUpReason::RetryAfterBeyondDeadline);
     }
     let drawn = backoff.delay(attempt, state.previous, &mut *env.rng);
     let delay = match retry_after {
@@ -218,10 +218,11 @@ fn plan<R: Random + ?Sized, O: Observer + ?Sized>(
         _ => drawn,
     };
     let at = now.saturating_add(delay);
-    if let Some(deadline) = outcome.deadline {
-        if deadline.has_passed(at) {
-            return Err(GiveUpReason::DeadlineWouldPass);
-        }
+    if outcome
+        .deadline
+        .is_some_and(|deadline| deadline.has_passed(at))
+    {
+        return Err(GiveUpReason::DeadlineWouldPass);
     }
     Ok((at, drawn))
 }
