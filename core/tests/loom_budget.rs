@@ -1,5 +1,5 @@
-//! Model-checks the retry token bucket: every interleaving of two threads' withdrawals and
-//! deposits keeps the books exact and never overspends.
+//! Model-checks the retry budgets: every interleaving of two threads' withdrawals and
+//! deposits keeps the token bucket's books exact and never overspends either budget.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p resilix --release --test loom_budget`
 #![cfg(loom)]
@@ -7,8 +7,12 @@
 use loom::sync::Arc;
 use loom::thread;
 
+use core::time::Duration;
 use resilix::VerdictKind;
-use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig, Tokens};
+
+use resilix::retry::budget::{
+    RatioBudget, RatioBudgetConfig, RetryBudget, TokenBucket, TokenBucketConfig, Tokens,
+};
 use resilix::time::Instant;
 
 fn bucket(initial: u32) -> TokenBucket {
@@ -68,5 +72,28 @@ fn grpc_charges_race_exactly() {
             granted, 2,
             "10 → 9 → 8 → 7: each spend sees at least 7 left"
         );
+    });
+}
+
+/// The ratio budget's bounded increment: with room for one retry, two racing spends grant one.
+/// (One bucket keeps the model small; the compare-and-swap is the same for any bucket count.)
+#[test]
+fn ratio_budget_two_spends_one_allowed() {
+    loom::model(|| {
+        let b: Arc<RatioBudget<1>> = Arc::new(
+            RatioBudget::new(RatioBudgetConfig {
+                max_retry_permille: 100,
+                min_retries_per_window: 1,
+                window: Duration::from_secs(10),
+            })
+            .unwrap(),
+        );
+        let b2 = b.clone();
+        let now = Instant::from_secs(1);
+        let t = thread::spawn(move || b2.try_spend(now, VerdictKind::Transient));
+        let mine = b.try_spend(now, VerdictKind::Transient);
+        let theirs = t.join().unwrap();
+        assert!(mine ^ theirs, "exactly one granted: {mine} {theirs}");
+        assert_eq!(b.counts(now), (0, 1));
     });
 }

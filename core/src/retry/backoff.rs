@@ -356,6 +356,24 @@ mod tests {
     }
 
     #[test]
+    fn strategies_have_distinct_names() {
+        extern crate std;
+        use std::string::ToString;
+        let all = [
+            Strategy::None,
+            Strategy::Exponential,
+            Strategy::FullJitter,
+            Strategy::EqualJitter,
+            Strategy::Decorrelated,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a.to_string(), b.to_string());
+            }
+        }
+    }
+
+    #[test]
     fn the_default_is_full_jitter_100ms_to_20s() {
         let d = Backoff::default();
         assert_eq!(d.strategy(), Strategy::FullJitter);

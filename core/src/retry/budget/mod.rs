@@ -192,3 +192,49 @@ impl fmt::Display for BudgetConfigError {
         })
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unlimited_grants_everything_and_references_delegate() {
+        let u = Unlimited;
+        for kind in VerdictKind::ALL {
+            assert!(u.try_spend(Instant::MAX, kind));
+        }
+        let bucket = TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap();
+        let by_ref = &bucket;
+        assert!(by_ref.try_spend(Instant::ZERO, VerdictKind::Timeout));
+        by_ref.record_unretried_failure(Instant::ZERO, VerdictKind::Timeout);
+        by_ref.record_first_attempt(Instant::ZERO);
+        assert_eq!(
+            bucket.balance(),
+            Tokens::whole(490),
+            "the reference spent from the bucket"
+        );
+        by_ref.record_success(Instant::ZERO, Some(VerdictKind::Timeout));
+        assert_eq!(bucket.balance(), Tokens::whole(500));
+    }
+
+    #[test]
+    fn every_config_error_has_its_own_text() {
+        extern crate std;
+        use std::string::ToString;
+        let all = [
+            BudgetConfigError::EmptyWindow,
+            BudgetConfigError::NeverRetries,
+            BudgetConfigError::ZeroCapacity,
+            BudgetConfigError::InitialAboveCapacity,
+            BudgetConfigError::ZeroCost,
+            BudgetConfigError::FloorUnreachable,
+            BudgetConfigError::GrpcMaxTokensOutOfRange,
+            BudgetConfigError::GrpcZeroTokenRatio,
+        ];
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a.to_string(), b.to_string());
+            }
+        }
+    }
+}
