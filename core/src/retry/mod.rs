@@ -14,10 +14,10 @@
 
 use core::fmt;
 
-mod backoff;
+pub mod backoff;
 pub mod budget;
-mod config;
-mod policy;
+pub mod config;
+pub mod policy;
 
 pub use backoff::{Backoff, Strategy};
 pub use config::{RetryConfig, RetryConfigError};

@@ -34,8 +34,8 @@
 //! Nesting a per-key budget inside a global one would need a refund path on refusal and two
 //! atomics per retry; nothing published measures the gain, so we leave it out.
 
-mod ratio;
-mod token_bucket;
+pub mod ratio;
+pub mod token_bucket;
 
 pub use ratio::{RatioBudget, RatioBudgetConfig};
 pub use token_bucket::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};

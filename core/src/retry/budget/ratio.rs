@@ -69,7 +69,7 @@ impl Default for RatioBudgetConfig {
 /// the limit it was checked with, so concurrent callers in the same bucket period never
 /// overspend. At a bucket boundary, callers passing `now`s in different periods may each pass
 /// once against a stale view; the window of first attempts is approximate as every
-/// [`TimeWindow`]-based statistic is (see `window.rs`). `B` is the number of buckets (default
+/// windowed statistic is (the shared sliding window, `window.rs`). `B` is the number of buckets (default
 /// 10: one-second buckets for the 10 s window).
 ///
 /// ```
