@@ -33,7 +33,7 @@ OPTIONS
 sim run OPTIONS (defaults in brackets)
   --model M        flaky | capacity | occ [flaky]
   --clients N      [100]            --rate R       calls/s per client [10]
-  --client K       open | serial [open]
+  --client K       open | serial | periodic [open]
   --failure P      failure probability of the flaky upstream [0.1]
   --capacity W:S:Q capacity upstream: workers, service time, queue [10:100ms:10]
   --duration D     arrivals stop after D, then drain [10s]   --warmup D [0s]

@@ -3,7 +3,9 @@
 //!
 //! * Open-loop clients start calls at Poisson arrivals whatever happens to earlier calls;
 //!   serial clients keep one call in flight and start the next at `max(now, last start +
-//!   Exp(1/rate))` (Brooker 2022's `SerialClient`).
+//!   Exp(1/rate))` (Brooker 2022's `SerialClient`); periodic clients start one call every
+//!   `1/rate` exactly, all in phase from instant zero, so N of them offer N calls per tick (the
+//!   setup of spec §9's inner-shedding measurement).
 //! * Calls start until `duration`; then arrivals stop and the engine drains: in-flight
 //!   attempts and their retries finish.
 //! * Each attempt is admitted through the pipeline, travels one network delay, is served by
@@ -12,6 +14,7 @@
 //!   is ignored.
 //! * Counters after `warmup` are kept apart, for steady-state figures.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use resilix::Verdict;
@@ -21,7 +24,7 @@ use resilix::random::SeededRandom;
 use resilix::time::Instant;
 
 use crate::net::Delay;
-use crate::observer::Tally;
+use crate::observer::{Tally, give_up_key};
 use crate::queue::EventQueue;
 use crate::rng::{Purpose, exponential, secs, stream};
 use crate::stack::Stack;
@@ -31,6 +34,7 @@ use crate::upstream::Upstream;
 pub enum ClientKind {
     Open,
     Serial,
+    Periodic,
 }
 
 impl ClientKind {
@@ -38,7 +42,10 @@ impl ClientKind {
         match s {
             "open" => Ok(ClientKind::Open),
             "serial" => Ok(ClientKind::Serial),
-            _ => Err(format!("client kind {s:?}: expected open or serial")),
+            "periodic" => Ok(ClientKind::Periodic),
+            _ => Err(format!(
+                "client kind {s:?}: expected open, serial or periodic"
+            )),
         }
     }
 }
@@ -94,6 +101,14 @@ pub struct Outcome {
     pub series_in_flight: Vec<f64>,
     /// Per bucket: calls started.
     pub series_calls: Vec<u64>,
+    /// Per bucket: attempts settled (by reply or deadline).
+    pub series_settled: Vec<u64>,
+    /// Per bucket: total seconds from admission to settling of the attempts settled in it.
+    pub series_time_in_system: Vec<f64>,
+    /// What callers were told when a call could not start: refusals by reason code.
+    pub refused_by: BTreeMap<&'static str, u64>,
+    /// What callers were told when a call gave up after an attempt, by give-up key.
+    pub gave_up: BTreeMap<String, u64>,
 }
 
 enum Ev {
@@ -108,6 +123,8 @@ struct Slot<'a, S: Stack + 'a> {
     client: usize,
     call: S::Call<'a>,
     attempt: Option<S::Attempt<'a>>,
+    /// When the outstanding attempt was admitted.
+    sent_at: Instant,
     /// Which attempt of the call is outstanding: a reply or deadline for an older one is stale.
     generation: u32,
 }
@@ -158,6 +175,7 @@ pub struct Engine<'a, S: Stack, U: Upstream> {
     tally: &'a Tally,
     options: CallOptions,
     deadline: Option<Duration>,
+    watch: Option<&'a dyn Fn(Instant, u64)>,
 }
 
 impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
@@ -172,7 +190,16 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
             tally,
             options: CallOptions::default().idempotent(w.idempotent),
             deadline: None,
+            watch: None,
         }
+    }
+
+    /// `watch(now, in_flight)` is called right after every admission, with the number of
+    /// attempts then in flight (the new one included): where an experiment reads the state of
+    /// the policies it built at the moment an invariant must hold.
+    pub fn watch(mut self, watch: &'a dyn Fn(Instant, u64)) -> Self {
+        self.watch = Some(watch);
+        self
     }
 
     /// Every call gets an overall deadline this long after it starts.
@@ -216,8 +243,12 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
             }
         }
         let mean_gap = 1.0 / w.rate;
+        let period = secs(mean_gap);
         for (c, rng) in rngs.iter_mut().enumerate() {
-            let first = secs(exponential(rng, mean_gap));
+            let first = match w.kind {
+                ClientKind::Periodic => Duration::ZERO,
+                _ => secs(exponential(rng, mean_gap)),
+            };
             queue.schedule(Instant::ZERO.saturating_add(first), Ev::Arrive(c));
         }
 
@@ -250,6 +281,7 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                         client: c,
                         call: stack.begin(now, opts),
                         attempt: None,
+                        sent_at: now,
                         generation: 0,
                     };
                     let id = match free.pop() {
@@ -265,9 +297,15 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                     count!(now, calls);
                     bump(&mut out.series_calls, bucket_of(now));
                     last_start[c] = now;
-                    if w.kind == ClientKind::Open {
-                        let gap = secs(exponential(&mut rngs[c], mean_gap));
-                        queue.schedule(now.saturating_add(gap), Ev::Arrive(c));
+                    match w.kind {
+                        ClientKind::Open => {
+                            let gap = secs(exponential(&mut rngs[c], mean_gap));
+                            queue.schedule(now.saturating_add(gap), Ev::Arrive(c));
+                        }
+                        ClientKind::Periodic => {
+                            queue.schedule(now.saturating_add(period), Ev::Arrive(c));
+                        }
+                        ClientKind::Serial => {}
                     }
                     send = Some(id);
                 }
@@ -293,6 +331,14 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                     let slot = slots[id].as_mut().expect("live slot");
                     let attempt = slot.attempt.take().expect("outstanding attempt");
                     fl.change(now, -1);
+                    let b = bucket_of(now);
+                    bump(&mut out.series_settled, b);
+                    if let Some(i) = b {
+                        if out.series_time_in_system.len() <= i {
+                            out.series_time_in_system.resize(i + 1, 0.0);
+                        }
+                        out.series_time_in_system[i] += (now - slot.sent_at).as_secs_f64();
+                    }
                     if verdict.is_accept() {
                         count!(now, accepted);
                     }
@@ -306,7 +352,8 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                             ended = Some(id);
                         }
                         Next::RetryAt(at) => queue.schedule(at, Ev::Send(id)),
-                        Next::GiveUp(_) => {
+                        Next::GiveUp(reason) => {
+                            *out.gave_up.entry(give_up_key(&reason)).or_default() += 1;
                             count!(now, failed);
                             ended = Some(id);
                         }
@@ -323,12 +370,16 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                     Ok(attempt) => {
                         let deadline = S::deadline(&attempt);
                         slot.attempt = Some(attempt);
+                        slot.sent_at = now;
                         slot.generation += 1;
                         let g = slot.generation;
                         count!(now, sent);
                         bump(&mut out.series_sent, bucket_of(now));
                         fl.change(now, 1);
                         out.max_in_flight = out.max_in_flight.max(fl.count);
+                        if let Some(watch) = self.watch {
+                            watch(now, fl.count);
+                        }
                         let there = w.net.sample(&mut rngs[c]);
                         queue.schedule(now.saturating_add(there), Ev::AtServer(id, g));
                         if let Some(d) = deadline {
@@ -336,7 +387,8 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                         }
                     }
                     Err(stop) => {
-                        if let Stop::Refused(_) = stop {
+                        if let Stop::Refused(rejection) = stop {
+                            *out.refused_by.entry(rejection.reason().code()).or_default() += 1;
                             count!(now, refused);
                         }
                         count!(now, failed);
