@@ -498,4 +498,60 @@ mod tests {
         assert_eq!(run(11), run(11));
         assert_ne!(run(11), run(12));
     }
+
+    #[test]
+    fn periodic_clients_offer_one_call_each_per_tick_in_phase() {
+        let p = [Pipeline::new()];
+        let tally = Tally::default();
+        let up = Flaky {
+            p: 0.0,
+            service: Duration::from_millis(5),
+            failure: Verdict::Transient,
+        };
+        let mut w = workload(ClientKind::Periodic);
+        w.rate = 25.0; // one call every 40 ms
+        w.net = Delay::Fixed(Duration::ZERO);
+        let o = Engine::new(&p, up, w, &tally).run(1, 0);
+        // 10 clients × 250 ticks in 10 s, all at the tick instants.
+        assert_eq!(o.all.calls, 2_500);
+        assert_eq!(o.series_calls, vec![250; 10]);
+        assert_eq!(o.max_in_flight, 10);
+        // Each call is in flight 5 ms of every 40: L = 10 × 5/40.
+        assert!(
+            (o.mean_in_flight - 1.25).abs() < 1e-6,
+            "{}",
+            o.mean_in_flight
+        );
+        let w_mean = o.series_time_in_system.iter().sum::<f64>()
+            / o.series_settled.iter().sum::<u64>() as f64;
+        assert!((w_mean - 0.005).abs() < 1e-9, "{w_mean}");
+    }
+
+    #[test]
+    fn the_caller_sees_each_refusal_and_give_up_the_observer_hears() {
+        use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+        let bulkhead = Bulkhead::new(BulkheadConfig::new(2).unwrap());
+        let p = [Pipeline::new().bulkhead(&bulkhead)];
+        let tally = Tally::default();
+        let up = Flaky {
+            p: 0.5,
+            service: Duration::from_millis(100),
+            failure: Verdict::Transient,
+        };
+        let watched = std::cell::Cell::new(0u64);
+        let watch = |_: Instant, n: u64| {
+            assert!(n <= 2 && bulkhead.held() as u64 == n);
+            watched.set(watched.get() + 1);
+        };
+        let o = Engine::new(&p, up, workload(ClientKind::Open), &tally)
+            .watch(&watch)
+            .run(5, 0);
+        let refused = o.refused_by.get("bulkhead-full").copied().unwrap_or(0);
+        assert!(refused > 0);
+        assert_eq!(refused, tally.rejected(resilix::RejectReason::BulkheadFull));
+        assert_eq!(refused, o.all.refused);
+        let gave_up = o.gave_up.get("attempts-exhausted").copied().unwrap_or(0);
+        assert_eq!(gave_up + refused, o.all.failed);
+        assert_eq!(watched.get(), o.all.sent);
+    }
 }

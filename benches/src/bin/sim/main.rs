@@ -47,8 +47,8 @@ fn main() -> ExitCode {
         #[cfg(not(feature = "experiments"))]
         Ok(_) => {
             eprintln!(
-                "sim: built without the `experiments` feature (it needs the retry policy and the \
-                 throttler in the core); build with `--features experiments`"
+                "sim: built without the `experiments` feature (the bare engine only); build \
+                 with the default features"
             );
             ExitCode::from(2)
         }
@@ -92,20 +92,17 @@ fn experiments(opts: &cli::ExpOptions, args: &[String]) -> ExitCode {
         for t in &s.tables {
             println!("{}", t.text());
         }
-        if let Some(why) = &s.not_wired {
-            println!("NOT WIRED: {why}");
-        }
     }
     let table = checks_table(&sections);
     println!("\n{}", table.text());
-    for s in &sections {
-        if let Some(why) = &s.not_wired {
-            println!("NOT WIRED ({}): {why}", s.id);
-        }
-    }
     let failed: usize = sections.iter().map(|s| s.failed()).sum();
     let total: usize = sections.iter().map(|s| s.checks.len()).sum();
-    let skipped = sections.iter().filter(|s| s.not_wired.is_some()).count();
+    // An experiment that checked nothing proves nothing: under --check it fails the run.
+    let empty: Vec<&str> = sections
+        .iter()
+        .filter(|s| s.checks.is_empty())
+        .map(|s| s.id)
+        .collect();
     let profile = if opts.quick { "quick" } else { "full" };
     let command = format!("sim {}", args.join(" "));
     if let Err(e) = write_all(&opts.out, &sections, profile, command.trim()) {
@@ -113,11 +110,17 @@ fn experiments(opts: &cli::ExpOptions, args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "{total} checks, {failed} failed, {skipped} experiment(s) not fully wired; profile {profile}; {:.1} s; report in {}",
+        "{total} checks, {failed} failed, {} experiment(s) without checks{}; profile {profile}; {:.1} s; report in {}",
+        empty.len(),
+        if empty.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", empty.join(", "))
+        },
         started.elapsed().as_secs_f64(),
         opts.out.join("REPORT.md").display()
     );
-    if opts.check && failed > 0 {
+    if opts.check && (failed > 0 || !empty.is_empty()) {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

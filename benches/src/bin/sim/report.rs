@@ -189,8 +189,6 @@ pub struct Section {
     pub tables: Vec<Table>,
     pub charts: Vec<(String, Chart)>,
     pub notes: Vec<String>,
-    /// Set when the experiment could not run because a policy has not landed.
-    pub not_wired: Option<String>,
     pub seconds: f64,
 }
 
@@ -204,7 +202,6 @@ impl Section {
             tables: Vec::new(),
             charts: Vec::new(),
             notes: Vec::new(),
-            not_wired: None,
             seconds: 0.0,
         }
     }
@@ -241,16 +238,6 @@ pub fn checks_table(sections: &[Section]) -> Table {
         &["id", "check", "ours", "published", "tolerance", "result"],
     );
     for s in sections {
-        if s.not_wired.is_some() {
-            t.row(vec![
-                s.id.to_string(),
-                format!("{} — NOT WIRED (see below)", s.title),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "SKIP".into(),
-            ]);
-        }
         for c in &s.checks {
             t.row(vec![
                 c.id.clone(),
@@ -280,14 +267,10 @@ pub fn write_all(dir: &Path, sections: &[Section], profile: &str, command: &str)
     for (i, s) in sections.iter().enumerate() {
         let _ = write!(
             json,
-            "    {{\"id\": {}, \"title\": {}, \"seconds\": {:.2}, \"not_wired\": {}, \"checks\": [",
+            "    {{\"id\": {}, \"title\": {}, \"seconds\": {:.2}, \"checks\": [",
             json_str(s.id),
             json_str(&s.title),
             s.seconds,
-            s.not_wired
-                .as_deref()
-                .map(json_str)
-                .unwrap_or("null".into())
         );
         for (j, c) in s.checks.iter().enumerate() {
             let _ = write!(
@@ -318,9 +301,6 @@ pub fn write_all(dir: &Path, sections: &[Section], profile: &str, command: &str)
     md.push('\n');
     for s in sections {
         let _ = writeln!(md, "## {} — {}\n\n{}\n", s.id, s.title, s.setup);
-        if let Some(why) = &s.not_wired {
-            let _ = writeln!(md, "**Not wired yet:** {why}\n");
-        }
         for t in &s.tables {
             let file = format!("{}-{}.csv", s.id, t.name);
             fs::write(dir.join(&file), t.csv())?;

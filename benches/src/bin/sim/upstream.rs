@@ -103,7 +103,6 @@ impl Upstream for Capacity {
 /// Always answers, after a service time that is `base` until `from` and `base · factor` after
 /// (exponentially distributed around it when `exp` is set): a degradation in which
 /// time-in-system multiplies while the arrival rate does not (Little's Law, spec §6).
-#[allow(dead_code)] // the Little's Law experiment, once the rate limiter and bulkhead land
 #[derive(Clone, Copy, Debug)]
 pub struct Degrading {
     pub base: Duration,

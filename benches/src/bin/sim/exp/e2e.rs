@@ -134,6 +134,8 @@ pub fn run(ctx: &Ctx) -> Section {
         0.01,
     ));
 
+    inner_shedding(ctx, &mut s);
+
     // Shed requests never reach the duration histogram (§8).
     let stacks: Vec<_> = (0..10)
         .map(|_| {
@@ -158,7 +160,6 @@ pub fn run(ctx: &Ctx) -> Section {
         "exact".into(),
         shed > 0 && shed == o.all.refused && recorded == o.all.sent,
     ));
-    inner_shedding(ctx, &mut s);
     six_reasons(ctx, &mut s);
     s.seconds = started.elapsed().as_secs_f64();
     s
@@ -623,4 +624,35 @@ fn six_reasons(ctx: &Ctx, s: &mut Section) {
         "6, both > 0".into(),
         reasons.len() == 6 && texts.len() == 6 && budget_row.intended_caller > 0 && exhausted > 0,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Behind a full bulkhead, the re-created bug counts the refused call as a request and the
+    /// core's throttler does not: the difference the E2 check rests on.
+    #[test]
+    fn only_the_re_created_bug_counts_an_inner_refusal() {
+        let fixed: Throttler = Throttler::new(ThrottlerConfig::DEFAULT).unwrap();
+        let buggy: Throttler = Throttler::new(ThrottlerConfig::DEFAULT).unwrap();
+        let bulkhead = Bulkhead::new(BulkheadConfig::new(1).unwrap());
+        let a = Pipeline::new().throttler(&fixed).bulkhead(&bulkhead);
+        let b = Pipeline::new()
+            .throttler(CountAtAdmit(&buggy))
+            .bulkhead(&bulkhead);
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::from_secs(1), &mut rng);
+        let held = a.admit(&mut env, None).unwrap();
+        assert!(a.admit(&mut env, None).is_err());
+        assert!(b.admit(&mut env, None).is_err());
+        assert_eq!(fixed.counts(env.now), (0, 0));
+        assert_eq!(buggy.counts(env.now), (1, 0));
+        held.settle(&Verdict::Success, &mut env);
+        assert_eq!(fixed.counts(env.now), (1, 1));
+        // Admitted and settled through the wrapper: counted once, like the real throttler.
+        let through = b.admit(&mut env, None).unwrap();
+        through.settle(&Verdict::Success, &mut env);
+        assert_eq!(buggy.counts(env.now), (2, 1));
+    }
 }
