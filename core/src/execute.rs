@@ -120,11 +120,13 @@ pub enum ExecuteError<T> {
 }
 
 impl<T> ExecuteError<T> {
-    /// The rejection, if a policy refused.
+    /// The rejection, if a policy refused: one of the pipeline's policies refused an attempt,
+    /// or the retry budget refused a retry (`budget-exceeded`).
     pub fn rejection(&self) -> Option<Rejection> {
         match self {
             ExecuteError::Refused { rejection, .. } => Some(*rejection),
-            _ => None,
+            ExecuteError::GaveUp { reason, .. } => reason.as_rejection(),
+            ExecuteError::DeadlinePassed { .. } => None,
         }
     }
 

@@ -83,6 +83,28 @@ pub enum GiveUpReason {
     RetryAfterBeyondDeadline,
 }
 
+impl GiveUpReason {
+    /// The refusal this give-up amounts to, if it is one: a retry the budget refused is the
+    /// sixth way to be refused (`budget-exceeded`, spec §7). Every other reason is the call's
+    /// own outcome, not a refusal.
+    ///
+    /// ```
+    /// use resilix::retry::GiveUpReason;
+    /// use resilix::RejectReason;
+    ///
+    /// assert_eq!(GiveUpReason::BudgetExceeded.as_rejection().map(|r| r.reason()), Some(RejectReason::BudgetExceeded));
+    /// assert_eq!(GiveUpReason::AttemptsExhausted { attempts: 3 }.as_rejection(), None);
+    /// ```
+    pub const fn as_rejection(&self) -> Option<crate::rejection::Rejection> {
+        match self {
+            GiveUpReason::BudgetExceeded => Some(crate::rejection::Rejection::new(
+                crate::rejection::RejectReason::BudgetExceeded,
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for GiveUpReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

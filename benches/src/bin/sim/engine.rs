@@ -58,7 +58,7 @@ pub struct Workload {
     pub kind: ClientKind,
     /// Calls start in `[0, duration)`; then the engine drains.
     pub duration: Duration,
-    /// Counters in [`Counts::steady`] only count events at or after this instant.
+    /// The steady-state counters only count events at or after this instant.
     pub warmup: Duration,
     pub net: Delay,
     /// Calls are declared idempotent (so timeouts may be retried).
