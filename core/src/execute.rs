@@ -54,7 +54,7 @@ use core::task::Poll;
 
 use crate::call::{CallOptions, Next, Stop};
 use crate::classify::Classify;
-use crate::observe::Observer;
+use crate::observe::{Degradation, Observer};
 use crate::permit::{Env, Policy};
 use crate::pipeline::Pipeline;
 use crate::random::Random;
@@ -125,6 +125,16 @@ impl<T> ExecuteError<T> {
         match self {
             ExecuteError::Refused { rejection, .. } => Some(*rejection),
             _ => None,
+        }
+    }
+
+    /// What a fallback answering in place of this error reports
+    /// ([`Event::FallbackServed`](crate::observe::Event::FallbackServed)).
+    pub fn degradation(&self) -> Degradation {
+        match self {
+            ExecuteError::Refused { rejection, .. } => Degradation::Refused(*rejection),
+            ExecuteError::GaveUp { reason, .. } => Degradation::GaveUp(*reason),
+            ExecuteError::DeadlinePassed { .. } => Degradation::DeadlinePassed,
         }
     }
 
