@@ -8,6 +8,7 @@
 //! * [`time`]: the caller's timeline ([`time::Instant`], [`time::Deadline`], clocks).
 //! * [`random`]: injected randomness and a seeded generator.
 //! * [`Verdict`] and [`classify`]: what an outcome means, for every policy at once.
+//! * [`bulkhead`]: a hard concurrency cap, and the signal async adapters wait on.
 //! * [`Rejection`]: the six ways to be refused, each with its meaning and fix.
 //! * [`permit`]: the admit/settle contract; dropped permits mean cancellation.
 //! * [`pipeline`] and [`call`]: the one order of policies, and the retry loop.
@@ -37,6 +38,7 @@ pub(crate) mod slots;
 pub(crate) mod sync;
 pub(crate) mod window;
 
+pub mod bulkhead;
 pub mod call;
 pub mod classify;
 pub mod execute;

@@ -6,7 +6,8 @@
 //! jumps to the end of the `u64` reads as "a very long time has passed", and neither panics.
 //!
 //! The [`Clock`] trait serves adapters and tests; [`ManualClock`] drives tests and the
-//! simulator, and can be shared and advanced by many threads.
+//! simulator, and can be shared and advanced by many threads. [`DeadlinePropagation`] passes a
+//! deadline on to the next hop as a `grpc-timeout` or milliseconds header value.
 //!
 //! ```
 //! use core::time::Duration;
@@ -23,11 +24,16 @@
 mod deadline;
 mod instant;
 mod manual;
+mod propagation;
 pub(crate) mod ticks;
 
 pub use deadline::Deadline;
 pub use instant::Instant;
 pub use manual::ManualClock;
+pub use propagation::{
+    DeadlinePropagation, TimeoutHeader, TimeoutHeaderError, decode_grpc_timeout, decode_millis,
+    encode_grpc_timeout, encode_millis,
+};
 
 /// A source of [`Instant`]s on one monotonic timeline.
 ///
