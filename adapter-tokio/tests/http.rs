@@ -41,13 +41,12 @@ fn statuses_and_retry_after_map_to_verdicts() {
     );
     let err: Result<http::Response<()>, &str> = Err("connection reset");
     assert_eq!(c.classify(&err), Verdict::Transient);
-    // An HTTP-date in the past is a zero delay.
+    // An HTTP-date is read against the system clock: one in the past is no advice.
     let mut headers = http::HeaderMap::new();
-    headers.insert(
-        "retry-after",
-        "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap(),
-    );
-    assert_eq!(retry_after(&headers), Some(Duration::ZERO));
+    headers.insert("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+    assert_eq!(retry_after(&headers), None);
+    headers.insert("retry-after", "120".parse().unwrap());
+    assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
 }
 
 #[tokio::test(start_paused = true)]
