@@ -43,7 +43,10 @@ fn statuses_and_retry_after_map_to_verdicts() {
     assert_eq!(c.classify(&err), Verdict::Transient);
     // An HTTP-date is read against the system clock: one in the past is no advice.
     let mut headers = http::HeaderMap::new();
-    headers.insert("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+    headers.insert(
+        "retry-after",
+        "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap(),
+    );
     assert_eq!(retry_after(&headers), None);
     headers.insert("retry-after", "120".parse().unwrap());
     assert_eq!(retry_after(&headers), Some(Duration::from_secs(120)));
