@@ -58,6 +58,15 @@ macro_rules! suite {
             }
 
             #[test]
+            fn breaker_open_half_open() {
+                $run(kit::breaker_open_half_open(
+                    &AsyncIoTimer::new(),
+                    UNIT,
+                    LATE,
+                ));
+            }
+
+            #[test]
             fn cancel_during_attempt() {
                 $run(kit::cancel_during_attempt(&AsyncIoTimer::new(), UNIT));
             }

@@ -26,6 +26,11 @@ fn deadline_respected() {
 }
 
 #[test]
+fn breaker_open_half_open() {
+    block_on(kit::breaker_open_half_open(&EmbassyTimer, UNIT, LATE));
+}
+
+#[test]
 fn cancel_during_attempt() {
     block_on(kit::cancel_during_attempt(&EmbassyTimer, UNIT));
 }

@@ -22,6 +22,11 @@ async fn deadline_respected() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn breaker_open_half_open() {
+    kit::breaker_open_half_open(&TokioTimer::new(), UNIT, Tolerance::EXACT).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn cancel_during_attempt() {
     kit::cancel_during_attempt(&TokioTimer::new(), UNIT).await;
 }

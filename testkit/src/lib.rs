@@ -9,9 +9,8 @@
 //! [`Tolerance`] says how precise the runtime's time is: exact for virtual time, a bounded
 //! lateness for real timers (a real timer never fires early, so lower bounds stay exact).
 //!
-//! Scenarios: [`retry_timing`], [`jittered_retry_timing`], [`deadline_respected`],
-//! [`budget_refusal`], [`breaker_open_half_open`], [`cancel_during_attempt`],
-//! [`cancel_during_retry_sleep`], [`fallback`].
+//! Scenarios: [`retry_timing`], [`deadline_respected`], [`breaker_open_half_open`],
+//! [`cancel_during_attempt`], [`cancel_during_retry_sleep`], [`fallback`].
 
 use core::future::Future;
 use core::pin::pin;
@@ -21,6 +20,7 @@ use std::future::poll_fn;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
 use resilix::call::CallOptions;
 use resilix::classify::ResultClassifier;
 use resilix::execute::{Attempted, ExecuteError, Timer, execute};
@@ -172,8 +172,7 @@ impl Drop for CountingPermit<'_> {
 
 /// Retries what the verdict rule allows after a fixed delay, up to `max` attempts, never past
 /// the deadline. A driver-test double: it makes the loop's timing exact and checkable. Jitter,
-/// budgets and Retry-After are the real retry policy's, tested in [`jittered_retry_timing`]
-/// and [`budget_refusal`].
+/// budgets and Retry-After belong to the real retry policy.
 #[derive(Clone, Copy, Debug)]
 pub struct FixedRetry {
     /// Attempts, the first included.
@@ -498,4 +497,157 @@ pub async fn fallback<S: FallbackSubject>(subject: &S) {
     assert_eq!(out, (42, Some(gave_up)));
     assert_eq!(fallbacks(&log), [gave_up, refused, gave_up]);
     assert_eq!(gate.counts().held, 0);
+}
+
+/// Runs both futures to completion, concurrently, on the caller's task.
+pub async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let mut a = pin!(a);
+    let mut b = pin!(b);
+    let (mut ra, mut rb) = (None, None);
+    poll_fn(|cx| {
+        if ra.is_none() {
+            if let Poll::Ready(v) = a.as_mut().poll(cx) {
+                ra = Some(v);
+            }
+        }
+        if rb.is_none() {
+            if let Poll::Ready(v) = b.as_mut().poll(cx) {
+                rb = Some(v);
+            }
+        }
+        if ra.is_some() && rb.is_some() {
+            Poll::Ready((ra.take().unwrap(), rb.take().unwrap()))
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+fn transitions(events: &[Event]) -> Vec<(CircuitState, CircuitState)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CircuitTransition { from, to, .. } => Some((*from, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Breaker open and half-open, with the real breaker: failures open it; an open circuit
+/// refuses at once (the operation never runs) and says when it probes; at that instant one
+/// probe goes through while a concurrent call is refused; a probe cancelled mid-flight frees
+/// its slot (never stuck half-open); a successful probe closes it.
+pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
+    timer: &Tm,
+    unit: Duration,
+    tol: Tolerance,
+) {
+    let breaker = Breaker::new(BreakerConfig {
+        minimum_calls: 4,
+        open_wait: 20 * unit,
+        open_jitter_percent: 0,
+        ..BreakerConfig::DEFAULT
+    })
+    .expect("valid breaker config");
+    let pipeline = Pipeline::new().breaker(&breaker);
+    let mut rng = SeededRandom::new(6);
+    let log = Log::default();
+    let ran = AtomicU32::new(0);
+    let call = |fail: bool, took: Duration, rng: &mut SeededRandom| {
+        let ran = &ran;
+        let log = &log;
+        let pipeline = &pipeline;
+        let mut rng = rng.clone();
+        async move {
+            execute(
+                pipeline,
+                timer,
+                &mut rng,
+                log,
+                CallOptions::default(),
+                &CLASSIFIER,
+                || async move {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    latency(timer, took).await;
+                    if fail { Err("down") } else { Ok(()) }
+                },
+            )
+            .await
+        }
+    };
+
+    for _ in 0..4 {
+        assert!(call(true, unit, &mut rng).await.is_err());
+    }
+    assert_eq!(breaker.state(), CircuitState::Open);
+    let opened_at = log
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            Event::CircuitTransition {
+                to: CircuitState::Open,
+                at,
+                ..
+            } => Some(*at),
+            _ => None,
+        })
+        .expect("the opening was reported");
+
+    // Open: refused at once, the operation never runs, and the refusal says when to probe.
+    let refused = call(false, unit, &mut rng).await.unwrap_err();
+    let rejection = refused.rejection().expect("refused");
+    assert_eq!(rejection.reason(), RejectReason::CircuitOpen);
+    assert_eq!(refused.attempts(), 0);
+    assert_eq!(ran.load(Ordering::SeqCst), 4);
+    let probe_at = rejection
+        .retry_at()
+        .expect("an open circuit says when it probes");
+    // Exact up to the breaker's tick (it stores time as 32-bit ticks on a scale covering the
+    // longest wait); never longer than asked.
+    let wait = probe_at - opened_at;
+    assert!(
+        wait <= 20 * unit && wait + 20 * unit / 1000 >= 20 * unit,
+        "the open wait: {wait:?}"
+    );
+
+    // Half-open: a probe cancelled mid-flight gives its slot back.
+    timer.sleep_until(probe_at).await;
+    tol.assert_elapsed(timer.now() - opened_at, wait, "slept until the probe");
+    let cancelled = cancel_at(timer, call(false, 10 * unit, &mut rng), timer.now() + unit).await;
+    assert!(cancelled.is_none());
+    assert_eq!(breaker.state(), CircuitState::HalfOpen);
+    assert_eq!(
+        breaker.probes_in_flight(),
+        0,
+        "a dropped probe frees its slot"
+    );
+
+    // One probe at a time: a call during the probe is refused; the probe's success closes.
+    let (probe, during) = join(call(false, 5 * unit, &mut rng), async {
+        latency(timer, unit).await;
+        call(false, unit, &mut SeededRandom::new(9)).await
+    })
+    .await;
+    assert_eq!(probe, Ok(Ok(())));
+    assert_eq!(
+        during.unwrap_err().rejection().map(|r| r.reason()),
+        Some(RejectReason::CircuitOpen)
+    );
+    assert_eq!(breaker.state(), CircuitState::Closed);
+    assert_eq!(
+        transitions(&log.events()),
+        [
+            (CircuitState::Closed, CircuitState::Open),
+            (CircuitState::Open, CircuitState::HalfOpen),
+            (CircuitState::HalfOpen, CircuitState::Closed),
+        ]
+    );
+    // Only settled attempts reach the execution hook: 4 failures and the probe.
+    let executed = log
+        .events()
+        .iter()
+        .filter(|e| matches!(e, Event::Executed { .. }))
+        .count();
+    assert_eq!(executed, 5);
 }
