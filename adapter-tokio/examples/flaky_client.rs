@@ -46,9 +46,14 @@ impl Observer for Narrator {
             }
             Event::Executed { verdict, duration } => {
                 self.executed.fetch_add(1, Ordering::Relaxed);
-                println!("    attempt   {:<9} in {duration:?}", verdict.kind().as_str());
+                println!(
+                    "    attempt   {:<9} in {duration:?}",
+                    verdict.kind().as_str()
+                );
             }
-            Event::CircuitTransition { from, to, cause, .. } => {
+            Event::CircuitTransition {
+                from, to, cause, ..
+            } => {
                 println!("    breaker   {from:?} -> {to:?} ({cause:?})")
             }
             Event::FallbackServed { cause } => {
@@ -78,14 +83,15 @@ async fn flaky_server() -> std::io::Result<SocketAddr> {
                 // A bad patch in the middle: every request fails, so the breaker opens.
                 let outage = (12..20).contains(&n);
                 if outage || roll < 30 {
-                    let _ = http1::respond(&mut stream, 503, &[("Retry-After", "1".into())], "busy")
-                        .await;
+                    let _ =
+                        http1::respond(&mut stream, 503, &[("Retry-After", "1".into())], "busy")
+                            .await;
                 } else {
                     if roll < 50 {
                         tokio::time::sleep(Duration::from_millis(300)).await;
                     }
-                    let _ = http1::respond(&mut stream, 200, &[], &format!("price={}", 100 + n))
-                        .await;
+                    let _ =
+                        http1::respond(&mut stream, 200, &[], &format!("price={}", 100 + n)).await;
                 }
             });
         }
@@ -169,7 +175,10 @@ async fn main() -> Result<(), BoxError> {
     match served {
         Served::Fresh(r) => println!("execute_or: fresh {:?}", r.map(|r| r.into_body())),
         Served::Fallback { value, cause } => {
-            println!("execute_or: fallback {:?} because {cause:?}", value.map(|r| r.into_body()))
+            println!(
+                "execute_or: fallback {:?} because {cause:?}",
+                value.map(|r| r.into_body())
+            )
         }
     }
 

@@ -33,6 +33,7 @@ mod clock;
 mod fallback;
 mod resilience;
 mod seed;
+mod statics;
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -47,5 +48,6 @@ pub use clock::{TokioClock, TokioTimer};
 pub use fallback::{Fallback, LastKnownGood, Served};
 pub use resilience::Resilience;
 pub use seed::thread_seed;
+pub use statics::Static;
 
 pub use resilix::execute::{Attempted, ExecuteError};

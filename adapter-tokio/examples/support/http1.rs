@@ -58,7 +58,7 @@ pub async fn read_request(stream: &mut TcpStream) -> io::Result<String> {
 pub async fn respond(
     stream: &mut TcpStream,
     status: u16,
-    extra_headers: &[(&str, String)],
+    extra_headers: &[(&'static str, String)],
     body: &str,
 ) -> io::Result<()> {
     let reason = match status {
