@@ -44,6 +44,7 @@ pub mod bulkhead;
 pub mod call;
 pub mod classify;
 pub mod execute;
+pub mod limiter;
 pub mod observe;
 pub mod permit;
 pub mod pipeline;
