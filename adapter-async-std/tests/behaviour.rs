@@ -2,7 +2,6 @@
 //! Sleeps are a few milliseconds; lower bounds are exact (timers never fire early), upper
 //! bounds allow for a loaded machine.
 
-use std::future::Future;
 use std::time::Duration;
 
 use resilix::call::CallOptions;
@@ -19,14 +18,14 @@ const LATE: Tolerance = Tolerance::real(Duration::from_millis(150));
 struct Subject(LastKnownGood<Result<u32, &'static str>>);
 
 impl FallbackSubject for Subject {
-    fn serve<'a>(
+    async fn serve<'a>(
         &'a self,
         pipeline: &'a GatePipeline<'a>,
         log: &'a Log,
         result: Result<u32, &'static str>,
         default: u32,
-    ) -> impl Future<Output = (u32, Option<Degradation>)> + 'a {
-        async move {
+    ) -> (u32, Option<Degradation>) {
+        {
             let resilience = Resilience::new(pipeline).observer(log);
             let served = resilience
                 .execute_or(

@@ -50,6 +50,12 @@ pub struct FlakySensor {
     first_read: Cell<Option<embassy_time::Instant>>,
 }
 
+impl Default for FlakySensor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl FlakySensor {
     /// A sensor that has not been read yet.
     pub const fn new() -> Self {

@@ -1,7 +1,6 @@
 //! The shared behavioural suite on embassy-time's host (`std`) driver with a generic timer
 //! queue, run by `embassy_futures::block_on`. Real time: sleeps are a few milliseconds.
 
-use core::future::Future;
 use core::time::Duration;
 
 use embassy_futures::block_on;
@@ -43,14 +42,14 @@ fn cancel_during_retry_sleep() {
 struct Subject(&'static LastKnownGood<Result<u32, &'static str>>);
 
 impl FallbackSubject for Subject {
-    fn serve<'a>(
+    async fn serve<'a>(
         &'a self,
         pipeline: &'a GatePipeline<'a>,
         log: &'a Log,
         result: Result<u32, &'static str>,
         default: u32,
-    ) -> impl Future<Output = (u32, Option<Degradation>)> + 'a {
-        async move {
+    ) -> (u32, Option<Degradation>) {
+        {
             let resilience = Resilience::new(pipeline).observer(log);
             let mut rng = SeededRandom::new(5);
             let served = resilience

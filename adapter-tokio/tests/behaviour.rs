@@ -1,6 +1,5 @@
 //! The shared behavioural suite on tokio with paused time: every instant is exact.
 
-use std::future::Future;
 use std::time::Duration;
 
 use resilix::call::CallOptions;
@@ -39,14 +38,14 @@ async fn cancel_during_retry_sleep() {
 struct Subject(LastKnownGood<Result<u32, &'static str>>);
 
 impl FallbackSubject for Subject {
-    fn serve<'a>(
+    async fn serve<'a>(
         &'a self,
         pipeline: &'a GatePipeline<'a>,
         log: &'a Log,
         result: Result<u32, &'static str>,
         default: u32,
-    ) -> impl Future<Output = (u32, Option<Degradation>)> + 'a {
-        async move {
+    ) -> (u32, Option<Degradation>) {
+        {
             let resilience = Resilience::new(pipeline).observer(log);
             let served = resilience
                 .execute_or(

@@ -43,7 +43,7 @@ async fn retries_inside_a_service_builder_stack_and_clones_share_the_policies() 
             let k = counter.fetch_add(1, Ordering::SeqCst) + 1;
             async move {
                 tokio::time::sleep(10 * MS).await;
-                if k % 3 == 0 {
+                if k.is_multiple_of(3) {
                     Ok(n * 10)
                 } else {
                     Err::<u32, BoxError>("flaky".into())

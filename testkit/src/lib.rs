@@ -505,15 +505,15 @@ pub async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
     let mut b = pin!(b);
     let (mut ra, mut rb) = (None, None);
     poll_fn(|cx| {
-        if ra.is_none() {
-            if let Poll::Ready(v) = a.as_mut().poll(cx) {
-                ra = Some(v);
-            }
+        if ra.is_none()
+            && let Poll::Ready(v) = a.as_mut().poll(cx)
+        {
+            ra = Some(v);
         }
-        if rb.is_none() {
-            if let Poll::Ready(v) = b.as_mut().poll(cx) {
-                rb = Some(v);
-            }
+        if rb.is_none()
+            && let Poll::Ready(v) = b.as_mut().poll(cx)
+        {
+            rb = Some(v);
         }
         if ra.is_some() && rb.is_some() {
             Poll::Ready((ra.take().unwrap(), rb.take().unwrap()))
