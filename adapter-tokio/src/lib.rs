@@ -7,7 +7,7 @@
 //!   [`Resilience::execute`] and [`Resilience::execute_or`] (a fallback).
 //! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
 //!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
-//! * Features: `tower` (a [`Layer`](crate::tower::ResilienceLayer) for a whole pipeline),
+//! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
 //!   `http` (classify `http::Response` with `Retry-After`), `tracing` and `metrics` observers.
 //!
 //! [`TokioClock`] reads `tokio::time::Instant`, so tests under
