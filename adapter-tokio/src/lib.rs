@@ -34,6 +34,7 @@ mod fallback;
 mod resilience;
 mod seed;
 mod statics;
+pub mod wait;
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -49,5 +50,6 @@ pub use fallback::{Fallback, LastKnownGood, Served};
 pub use resilience::Resilience;
 pub use seed::thread_seed;
 pub use statics::Static;
+pub use wait::{BulkheadGate, SlotWaiters};
 
 pub use resilix::execute::{Attempted, ExecuteError};
