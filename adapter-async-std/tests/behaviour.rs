@@ -52,6 +52,16 @@ macro_rules! suite {
             }
 
             #[test]
+            fn jittered_retry_timing() {
+                $run(kit::jittered_retry_timing(&AsyncIoTimer::new(), UNIT, LATE));
+            }
+
+            #[test]
+            fn budget_refusal() {
+                $run(kit::budget_refusal(&AsyncIoTimer::new(), UNIT));
+            }
+
+            #[test]
             fn deadline_respected() {
                 $run(kit::deadline_respected(&AsyncIoTimer::new(), UNIT, LATE));
             }

@@ -20,6 +20,16 @@ fn retry_timing() {
 }
 
 #[test]
+fn jittered_retry_timing() {
+    block_on(kit::jittered_retry_timing(&EmbassyTimer, UNIT, LATE));
+}
+
+#[test]
+fn budget_refusal() {
+    block_on(kit::budget_refusal(&EmbassyTimer, UNIT));
+}
+
+#[test]
 fn deadline_respected() {
     block_on(kit::deadline_respected(&EmbassyTimer, UNIT, LATE));
 }

@@ -16,6 +16,19 @@ async fn retry_timing() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn jittered_retry_timing() {
+    // Jittered delays have sub-millisecond parts, and tokio's timer wheel fires on whole
+    // milliseconds: each of the three sleeps may end up to 1 ms after the instant asked for.
+    let wheel = Tolerance::real(Duration::from_millis(3));
+    kit::jittered_retry_timing(&TokioTimer::new(), UNIT, wheel).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn budget_refusal() {
+    kit::budget_refusal(&TokioTimer::new(), UNIT).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn deadline_respected() {
     kit::deadline_respected(&TokioTimer::new(), UNIT, Tolerance::EXACT).await;
 }

@@ -9,8 +9,9 @@
 //! [`Tolerance`] says how precise the runtime's time is: exact for virtual time, a bounded
 //! lateness for real timers (a real timer never fires early, so lower bounds stay exact).
 //!
-//! Scenarios: [`retry_timing`], [`deadline_respected`], [`breaker_open_half_open`],
-//! [`cancel_during_attempt`], [`cancel_during_retry_sleep`], [`fallback`].
+//! Scenarios: [`retry_timing`], [`jittered_retry_timing`], [`deadline_respected`],
+//! [`budget_refusal`], [`breaker_open_half_open`], [`cancel_during_attempt`],
+//! [`cancel_during_retry_sleep`], [`fallback`].
 
 use core::future::Future;
 use core::pin::pin;
@@ -28,8 +29,10 @@ use resilix::observe::{Degradation, Event, Observer};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::pipeline::Pipeline;
 use resilix::random::{Random, SeededRandom};
+use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
 use resilix::retry::{
-    AttemptOutcome, GiveUpReason, NoRetry, RetryDecision, RetryPolicy, retryable,
+    AttemptOutcome, Backoff, GiveUpReason, NoRetry, Retry, RetryConfig, RetryDecision, RetryPolicy,
+    Strategy, retryable,
 };
 use resilix::time::{Deadline, Instant};
 use resilix::{RejectReason, Rejection, Verdict, VerdictKind};
@@ -171,8 +174,8 @@ impl Drop for CountingPermit<'_> {
 }
 
 /// Retries what the verdict rule allows after a fixed delay, up to `max` attempts, never past
-/// the deadline. A driver-test double: it makes the loop's timing exact and checkable. Jitter,
-/// budgets and Retry-After belong to the real retry policy.
+/// the deadline. A driver-test double: it makes the loop's timing exact and checkable. Jitter
+/// and budgets are the real retry policy's ([`jittered_retry_timing`], [`budget_refusal`]).
 #[derive(Clone, Copy, Debug)]
 pub struct FixedRetry {
     /// Attempts, the first included.
@@ -650,4 +653,123 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
         .filter(|e| matches!(e, Event::Executed { .. }))
         .count();
     assert_eq!(executed, 5);
+}
+
+/// Jittered retry timing, with the real retry policy (full jitter): every delay lies under the
+/// exponential ceiling of its attempt, the call takes exactly the latencies plus the delays it
+/// reported, and the same seed draws the same delays.
+pub async fn jittered_retry_timing<Tm: Timer + ?Sized>(timer: &Tm, unit: Duration, tol: Tolerance) {
+    let backoff = Backoff::new(Strategy::FullJitter, 5 * unit, 40 * unit).expect("valid backoff");
+    let retry = Retry::unbudgeted(RetryConfig::new(4, backoff).expect("valid retry config"));
+    let pipeline = Pipeline::new().retry(&retry);
+    let mut delays_of_runs = Vec::new();
+    for _ in 0..2 {
+        let mut rng = SeededRandom::new(77);
+        let log = Log::default();
+        let start = timer.now();
+        let out = execute(
+            &pipeline,
+            timer,
+            &mut rng,
+            &log,
+            CallOptions::default(),
+            &CLASSIFIER,
+            || async {
+                latency(timer, unit).await;
+                Err::<(), _>("reset")
+            },
+        )
+        .await;
+        assert_eq!(
+            out.unwrap_err(),
+            ExecuteError::GaveUp {
+                reason: GiveUpReason::AttemptsExhausted { attempts: 4 },
+                attempts: 4,
+                last: Attempted::Output(Err("reset"))
+            }
+        );
+        let delays = retry_delays(&log.events());
+        assert_eq!(delays.len(), 3);
+        for (i, d) in delays.iter().enumerate() {
+            let ceiling = backoff.ceiling(i as u32 + 1);
+            assert!(*d <= ceiling, "retry {} waited {d:?} > {ceiling:?}", i + 1);
+        }
+        let total: Duration = delays.iter().sum::<Duration>() + 4 * unit;
+        tol.assert_elapsed(timer.now() - start, total, "latencies + reported delays");
+        delays_of_runs.push(delays);
+    }
+    assert_eq!(
+        delays_of_runs[0], delays_of_runs[1],
+        "same seed, same jitter"
+    );
+    assert!(
+        delays_of_runs[0].windows(2).any(|w| w[0] != w[1]),
+        "jitter varies the delays: {:?}",
+        delays_of_runs[0]
+    );
+}
+
+/// Budget refusal, with the real retry policy and gRPC A6's token bucket (10 tokens, retries
+/// while the balance stays above 5): an upstream that always fails gets exactly 4 retries,
+/// then "would have retried, but the budget said no" — a reason of its own, never collapsed
+/// into "attempts exhausted" — and the next call's first attempt still goes out.
+pub async fn budget_refusal<Tm: Timer + ?Sized>(timer: &Tm, unit: Duration) {
+    let budget = TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE).expect("valid budget");
+    let backoff = Backoff::new(Strategy::Exponential, unit, unit).expect("valid backoff");
+    let retry = Retry::new(RetryConfig::new(10, backoff).expect("valid"), &budget);
+    let pipeline = Pipeline::new().retry(&retry);
+    let mut rng = SeededRandom::new(8);
+    let log = Log::default();
+    let calls = AtomicU32::new(0);
+    let failing = || {
+        calls.fetch_add(1, Ordering::SeqCst);
+        async {
+            latency(timer, unit).await;
+            Err::<(), _>("unavailable")
+        }
+    };
+    let first = execute(
+        &pipeline,
+        timer,
+        &mut rng,
+        &log,
+        CallOptions::default(),
+        &CLASSIFIER,
+        failing,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        first,
+        ExecuteError::GaveUp {
+            reason: GiveUpReason::BudgetExceeded,
+            attempts: 5,
+            last: Attempted::Output(Err("unavailable"))
+        }
+    );
+    assert!(log.events().contains(&Event::RetryRefused {
+        reason: GiveUpReason::BudgetExceeded,
+        after: Verdict::Transient
+    }));
+    // The budget governs retries only: the next call is sent, and not retried.
+    let second = execute(
+        &pipeline,
+        timer,
+        &mut rng,
+        &log,
+        CallOptions::default(),
+        &CLASSIFIER,
+        failing,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(second.attempts(), 1);
+    assert!(matches!(
+        second,
+        ExecuteError::GaveUp {
+            reason: GiveUpReason::BudgetExceeded,
+            ..
+        }
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 6);
 }
