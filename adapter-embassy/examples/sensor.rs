@@ -1,5 +1,6 @@
-//! Firmware-shaped: a task reading a flaky I2C sensor through a circuit breaker, a per-read
-//! timeout and a last-known-good fallback, with every policy in a `static` and no heap.
+//! Firmware-shaped: a task reading a flaky I2C sensor through retry (jittered backoff), a
+//! circuit breaker, a per-read timeout and a last-known-good fallback, with every policy in a
+//! `static` and no heap.
 //!
 //! On the host it runs on embassy-time's `std` driver under `embassy_futures::block_on`; on a
 //! board the same `sensor_task` is an `#[embassy_executor::task]` and `read_i2c` talks to the
@@ -17,6 +18,7 @@ use resilix::call::CallOptions;
 use resilix::observe::{Event, Observer};
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
+use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
 use resilix_embassy::{Fallback, LastKnownGood, Resilience, Served};
 
 /// Opens when more than half of the last 4 reads failed; probes again after 30 ms.
@@ -32,6 +34,24 @@ pub static SENSOR_BREAKER: Breaker<CallRing<1>> = match Breaker::count_based(
     Ok(b) => b,
     Err(_) => panic!("invalid breaker config"),
 };
+
+/// Up to 3 tries per reading, 2 to 8 ms apart with full jitter.
+pub static SENSOR_RETRY: Retry = Retry::unbudgeted(
+    match RetryConfig::new(
+        3,
+        match Backoff::new(
+            Strategy::FullJitter,
+            Duration::from_millis(2),
+            Duration::from_millis(8),
+        ) {
+            Ok(b) => b,
+            Err(_) => panic!("invalid backoff"),
+        },
+    ) {
+        Ok(c) => c,
+        Err(_) => panic!("invalid retry config"),
+    },
+);
 
 /// The last good reading, served while the sensor is unreachable.
 pub static LAST_READING: LastKnownGood<Result<u16, BusError>> = LastKnownGood::new();
@@ -92,6 +112,8 @@ impl FlakySensor {
 pub struct Tally {
     /// Reads the breaker refused without touching the bus.
     pub refused: Cell<u32>,
+    /// Retries made after a failed read.
+    pub retries: Cell<u32>,
     /// Readings served from the last known good value.
     pub fallbacks: Cell<u32>,
     /// Breaker transitions seen, in order.
@@ -105,6 +127,7 @@ impl Observer for Tally {
         match event {
             Event::Rejected { .. } => self.refused.set(self.refused.get() + 1),
             Event::FallbackServed { .. } => self.fallbacks.set(self.fallbacks.get() + 1),
+            Event::RetryScheduled { .. } => self.retries.set(self.retries.get() + 1),
             Event::CircuitTransition { to, .. } => match to {
                 CircuitState::Open => self.opened.set(self.opened.get() + 1),
                 CircuitState::Closed => self.closed.set(self.closed.get() + 1),
@@ -118,6 +141,7 @@ impl Observer for Tally {
 /// The task: `readings` reads, 10 ms apart. Returns how many were fresh.
 pub async fn sensor_task(sensor: &FlakySensor, tally: &Tally, readings: u32) -> u32 {
     let pipeline = Pipeline::new()
+        .retry(&SENSOR_RETRY)
         .breaker(&SENSOR_BREAKER)
         .attempt_timeout(Duration::from_millis(20));
     let resilience = Resilience::new(&pipeline).observer(tally);
@@ -166,8 +190,9 @@ fn main() {
     let tally = Tally::default();
     let fresh = embassy_futures::block_on(sensor_task(&sensor, &tally, 20));
     println!(
-        "{fresh} fresh of 20; bus used {} times; breaker opened {} time(s), closed {} time(s); {} reads refused; {} fallbacks",
+        "{fresh} fresh of 20; bus used {} times; {} retries; breaker opened {} time(s), closed {} time(s); {} reads refused; {} fallbacks",
         sensor.bus_reads(),
+        tally.retries.get(),
         tally.opened.get(),
         tally.closed.get(),
         tally.refused.get(),

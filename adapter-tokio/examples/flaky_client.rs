@@ -1,9 +1,11 @@
 //! An HTTP client calling a flaky loopback server through a resilix pipeline in a tower stack.
 //!
 //! The server (started here, on 127.0.0.1) answers 503 + `Retry-After` to a share of requests
-//! and answers others slowly. The client's pipeline has a circuit breaker, a bulkhead and a
-//! per-attempt timeout; a last-known-good fallback answers when the pipeline stops a call. Every
-//! policy decision is printed as it happens, then a summary. It exits by itself.
+//! and answers others slowly. The client's pipeline retries with full jitter under a token
+//! bucket budget, and has a circuit breaker, a bulkhead and a per-attempt timeout; each request
+//! has a 600 ms deadline, so a `Retry-After: 1` is beyond it and ends the call at once. A
+//! last-known-good answer is served when the pipeline stops a call. Every policy decision is
+//! printed as it happens, then a summary. It exits by itself.
 //!
 //! ```sh
 //! cargo run -p resilix-tokio --example flaky_client --features tower,http
@@ -23,6 +25,8 @@ use resilix::call::CallOptions;
 use resilix::observe::{Event, Observer};
 use resilix::pipeline::Pipeline;
 use resilix::random::{Random, SeededRandom};
+use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
+use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
 use resilix_tokio::http::HttpResponse;
 use resilix_tokio::tower::{BoxError, ResilienceLayer, ServiceError};
 use resilix_tokio::{Fallback, LastKnownGood, Resilience, Served};
@@ -60,6 +64,15 @@ impl Observer for Narrator {
                 self.fallbacks.fetch_add(1, Ordering::Relaxed);
                 println!("    fallback  answered, because {cause:?}");
             }
+            Event::RetryScheduled {
+                attempt,
+                delay,
+                after,
+            } => println!(
+                "    retry     attempt {attempt} in {delay:?} (after {})",
+                after.kind().as_str()
+            ),
+            Event::RetryRefused { reason, .. } => println!("    no retry  {reason}"),
             other => println!("    event     {other:?}"),
         }
     }
@@ -106,11 +119,11 @@ async fn main() -> Result<(), BoxError> {
 
     static BREAKER: Breaker<CallRing<1>> = match Breaker::count_based(
         BreakerConfig {
-            minimum_calls: 5,
-            open_wait: Duration::from_millis(400),
+            minimum_calls: 8,
+            open_wait: Duration::from_millis(250),
             ..BreakerConfig::DEFAULT
         },
-        10,
+        16,
     ) {
         Ok(b) => b,
         Err(_) => panic!("invalid breaker config"),
@@ -121,7 +134,19 @@ async fn main() -> Result<(), BoxError> {
     });
     static NARRATOR: std::sync::LazyLock<Narrator> = std::sync::LazyLock::new(Narrator::default);
 
+    static BUDGET: std::sync::LazyLock<TokenBucket> = std::sync::LazyLock::new(|| {
+        TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).expect("a valid preset")
+    });
+    let backoff = Backoff::new(
+        Strategy::FullJitter,
+        Duration::from_millis(20),
+        Duration::from_millis(200),
+    )
+    .expect("a valid backoff");
+    let config = RetryConfig::new(3, backoff).expect("a valid retry config");
+    let retry = Retry::new(config, &*BUDGET);
     let pipeline = Pipeline::new()
+        .retry(retry)
         .breaker(&BREAKER)
         .bulkhead(&BULKHEAD)
         .attempt_timeout(Duration::from_millis(150));
@@ -131,7 +156,12 @@ async fn main() -> Result<(), BoxError> {
             .observer(&*NARRATOR),
     );
     let client = ServiceBuilder::new()
-        .layer(ResilienceLayer::shared(Arc::clone(&resilience)))
+        .layer(
+            ResilienceLayer::shared(Arc::clone(&resilience))
+                .timeout(Duration::from_millis(600))
+                // GETs are safe to repeat after a timeout.
+                .idempotent(true),
+        )
         .service(service_fn(move |path: &'static str| http1::get(addr, path)));
     let last_price = LastKnownGood::new();
 
@@ -159,7 +189,7 @@ async fn main() -> Result<(), BoxError> {
                 None => println!("  -> transport error: {e}"),
             },
         }
-        tokio::time::sleep(Duration::from_millis(40)).await;
+        tokio::time::sleep(Duration::from_millis(60)).await;
     }
 
     // The same pipeline without tower: `execute_or` does the fallback itself.
