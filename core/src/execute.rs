@@ -158,7 +158,7 @@ impl<T> ExecuteError<T> {
     }
 
     /// What a fallback answering in place of this error reports
-    /// ([`Event::FallbackServed`](crate::observe::Event::FallbackServed)).
+    /// ([`Event::FallbackServed`]).
     pub fn degradation(&self) -> Degradation {
         match self {
             ExecuteError::Refused { rejection, .. } => Degradation::Refused(*rejection),
