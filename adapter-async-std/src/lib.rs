@@ -28,10 +28,12 @@ mod clock;
 mod fallback;
 mod resilience;
 mod seed;
+pub mod wait;
 
 pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};
 pub use fallback::{Fallback, LastKnownGood, Served};
 pub use resilience::Resilience;
 pub use seed::thread_seed;
+pub use wait::{BulkheadGate, SlotWaiters};
 
 pub use resilix::execute::{Attempted, ExecuteError};

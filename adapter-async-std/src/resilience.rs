@@ -2,9 +2,10 @@ use std::future::Future;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use resilix::bulkhead::Bulkhead;
 use resilix::call::CallOptions;
 use resilix::classify::{Classify, ResultClassifier};
-use resilix::execute::{ExecuteError, execute};
+use resilix::execute::{ExecuteError, execute, execute_gated};
 use resilix::observe::{Event, Observer};
 use resilix::permit::Policy;
 use resilix::pipeline::Pipeline;
@@ -13,6 +14,7 @@ use resilix::retry::RetryPolicy;
 
 use crate::fallback::{Fallback, Served};
 use crate::seed::{mix, thread_seed};
+use crate::wait::{BulkheadGate, SlotWaiters};
 use crate::{AsyncIoClock, AsyncIoTimer};
 
 /// A pipeline with its observer and classifier, ready to run calls on async-std or smol.
@@ -193,6 +195,36 @@ where
             &self.observer,
             options,
             &self.classifier,
+            operation,
+        )
+        .await
+    }
+
+    /// [`Self::execute`], with each attempt waiting (boundedly) for a slot of `bulkhead`
+    /// instead of being refused at once: see [`crate::wait`]. `bulkhead` must be the one in the
+    /// pipeline's bulkhead slot. A caller that cannot wait (too many waiting, `max_wait` or
+    /// the call's deadline passed) is refused with `bulkhead-full`.
+    pub async fn execute_waiting<const N: usize, F, Fut>(
+        &self,
+        bulkhead: &Bulkhead<SlotWaiters<N>>,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        let mut rng = self.call_rng();
+        let gate = BulkheadGate::new(bulkhead, *self.timer.clock());
+        execute_gated(
+            &*self.pipeline,
+            &self.timer,
+            &mut rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            &gate,
             operation,
         )
         .await
