@@ -39,15 +39,18 @@
 #![no_std]
 
 mod fallback;
+pub mod wait;
 
 pub use fallback::{Fallback, LastKnownGood, Served};
+pub use wait::{BulkheadGate, SlotWaiters};
 
 use core::future::Future;
 use core::ops::Deref;
 
+use resilix::bulkhead::Bulkhead;
 use resilix::call::CallOptions;
 use resilix::classify::{Classify, ResultClassifier};
-use resilix::execute::{ExecuteError, Timer, execute};
+use resilix::execute::{ExecuteError, Timer, execute, execute_gated};
 use resilix::observe::{Event, Observer};
 use resilix::permit::Policy;
 use resilix::pipeline::Pipeline;
@@ -207,6 +210,35 @@ where
             &self.observer,
             options,
             &self.classifier,
+            operation,
+        )
+        .await
+    }
+
+    /// [`Self::execute`], with each attempt waiting (boundedly) for a slot of `bulkhead`
+    /// instead of being refused at once: see [`wait`]. `bulkhead` must be the one in the
+    /// pipeline's bulkhead slot.
+    pub async fn execute_waiting<const N: usize, R, F, Fut>(
+        &self,
+        bulkhead: &Bulkhead<SlotWaiters<N>>,
+        rng: &mut R,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        execute_gated(
+            &*self.pipeline,
+            &EmbassyTimer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            &BulkheadGate::new(bulkhead),
             operation,
         )
         .await
