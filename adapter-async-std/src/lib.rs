@@ -1,66 +1,39 @@
 //! Drive resilix's core policies from async-std or smol.
 //!
 //! async-std was discontinued upstream in 2025 in favour of smol. Both use `async-io`'s timers,
-//! so this crate builds on `async-io` alone and serves either runtime.
+//! so this crate builds on `async-io` alone and serves either runtime (and any executor, even
+//! `async_io::block_on`): the same [`AsyncIoTimer`] sleeps under all of them.
+//!
+//! The retry loop is the core's ([`resilix::execute::execute`]); this crate lends it a clock
+//! and a sleep, and adds [`Resilience`] (a pipeline with its observer and classifier, with
+//! per-call randomness and fallbacks), exactly as `resilix-tokio` does.
 //!
 //! ```
-//! use resilix::time::Clock;
-//! use resilix_async_std::AsyncIoClock;
+//! use std::time::Duration;
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix_async_std::Resilience;
 //!
-//! let clock = AsyncIoClock::new();
 //! async_io::block_on(async {
-//!     let before = clock.now();
-//!     async_io::Timer::after(std::time::Duration::from_millis(5)).await;
-//!     assert!(clock.now() - before >= std::time::Duration::from_millis(5));
+//!     let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(100));
+//!     let resilience = Resilience::new(&pipeline);
+//!     let answer = resilience
+//!         .execute(CallOptions::default(), || async { Ok::<_, std::io::Error>(42) })
+//!         .await;
+//!     assert_eq!(answer.unwrap().unwrap(), 42);
 //! });
 //! ```
 
-use resilix::time::{Clock, Instant};
+mod clock;
+mod fallback;
+mod resilience;
+mod seed;
+pub mod wait;
 
-/// A [`Clock`] on `std::time::Instant` (what `async-io` timers use), with its origin at the
-/// clock's creation.
-#[derive(Clone, Copy, Debug)]
-pub struct AsyncIoClock {
-    origin: std::time::Instant,
-}
+pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};
+pub use fallback::{Fallback, LastKnownGood, Served};
+pub use resilience::Resilience;
+pub use seed::thread_seed;
+pub use wait::{BulkheadGate, SlotWaiters};
 
-impl AsyncIoClock {
-    /// A clock whose [`Instant::ZERO`] is now.
-    pub fn new() -> Self {
-        AsyncIoClock {
-            origin: std::time::Instant::now(),
-        }
-    }
-
-    /// The `std` instant corresponding to a resilix instant on this clock's timeline.
-    pub fn to_std(&self, at: Instant) -> std::time::Instant {
-        self.origin + at.since_origin()
-    }
-}
-
-impl Default for AsyncIoClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clock for AsyncIoClock {
-    fn now(&self) -> Instant {
-        let elapsed = self.origin.elapsed();
-        Instant::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[async_std::test]
-    async fn clock_and_timer_agree_under_async_std() {
-        let clock = AsyncIoClock::new();
-        let t0 = clock.now();
-        let deadline = clock.to_std(t0 + std::time::Duration::from_millis(2));
-        async_io::Timer::at(deadline).await;
-        assert!(clock.now() - t0 >= std::time::Duration::from_millis(2));
-    }
-}
+pub use resilix::execute::{Attempted, ExecuteError};

@@ -1,69 +1,55 @@
 //! Drive resilix's core policies from tokio.
 //!
+//! The retry loop itself is the core's ([`resilix::execute::execute`]); this crate lends it
+//! tokio's clock and sleep ([`TokioTimer`]) and adds what a tokio service wants around it:
+//!
+//! * [`Resilience`]: a pipeline, an observer and a classifier bundled, with
+//!   [`Resilience::execute`] and [`Resilience::execute_or`] (a fallback).
+//! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
+//!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
+//! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
+//!   `http` (classify `http::Response` with `Retry-After`), `tracing` and `metrics` observers.
+//!
 //! [`TokioClock`] reads `tokio::time::Instant`, so tests under
 //! `#[tokio::test(start_paused = true)]` see exact, virtual time.
 //!
 //! ```
-//! use resilix::time::Clock;
-//! use resilix_tokio::TokioClock;
+//! use std::time::Duration;
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix_tokio::Resilience;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
-//! let clock = TokioClock::new();
-//! let before = clock.now();
-//! tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-//! assert_eq!(clock.now() - before, std::time::Duration::from_millis(30));
+//! let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(100));
+//! let resilience = Resilience::new(&pipeline);
+//! let answer = resilience
+//!     .execute(CallOptions::default(), || async { Ok::<_, std::io::Error>(42) })
+//!     .await;
+//! assert_eq!(answer.unwrap().unwrap(), 42);
 //! # });
 //! ```
 
-use resilix::time::{Clock, Instant};
+mod clock;
+mod fallback;
+mod resilience;
+mod seed;
+mod statics;
+pub mod wait;
 
-/// A [`Clock`] on `tokio::time::Instant`, with its origin at the clock's creation.
-///
-/// Paused tokio time (`start_paused = true`, `tokio::time::advance`) moves it exactly.
-#[derive(Clone, Copy, Debug)]
-pub struct TokioClock {
-    origin: tokio::time::Instant,
-}
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "metrics")]
+pub mod metrics;
+#[cfg(feature = "tower")]
+pub mod tower;
+#[cfg(feature = "tracing")]
+pub mod tracing;
 
-impl TokioClock {
-    /// A clock whose [`Instant::ZERO`] is now.
-    pub fn new() -> Self {
-        TokioClock {
-            origin: tokio::time::Instant::now(),
-        }
-    }
+pub use clock::{TokioClock, TokioTimer};
+pub use fallback::{Fallback, LastKnownGood, Served};
+pub use resilience::Resilience;
+pub use seed::thread_seed;
+pub use statics::Static;
+pub use wait::{BulkheadGate, SlotWaiters};
 
-    /// The tokio instant corresponding to a resilix instant on this clock's timeline, for
-    /// sleeping until it.
-    pub fn to_tokio(&self, at: Instant) -> tokio::time::Instant {
-        self.origin + at.since_origin()
-    }
-}
-
-impl Default for TokioClock {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Clock for TokioClock {
-    fn now(&self) -> Instant {
-        let elapsed = tokio::time::Instant::now().saturating_duration_since(self.origin);
-        Instant::from_nanos(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[tokio::test(start_paused = true)]
-    async fn paused_time_is_exact_and_round_trips() {
-        let clock = TokioClock::new();
-        tokio::time::advance(Duration::from_micros(1_234_567)).await;
-        let now = clock.now();
-        assert_eq!(now, Instant::from_nanos(1_234_567_000));
-        assert_eq!(clock.to_tokio(now), tokio::time::Instant::now());
-    }
-}
+pub use resilix::execute::{Attempted, ExecuteError};

@@ -54,13 +54,13 @@ use core::task::Poll;
 
 use crate::call::{CallOptions, Next, Stop};
 use crate::classify::Classify;
-use crate::observe::Observer;
+use crate::observe::{Degradation, Event, Observer};
 use crate::permit::{Env, Policy};
 use crate::pipeline::Pipeline;
 use crate::random::Random;
 use crate::rejection::Rejection;
 use crate::retry::{GiveUpReason, RetryPolicy};
-use crate::time::Instant;
+use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
 /// What a runtime lends the retry loop: its clock and its sleep.
@@ -78,6 +78,35 @@ pub trait Timer {
 
     /// A future that completes at `at`.
     fn sleep_until(&self, at: Instant) -> Self::Sleep<'_>;
+}
+
+/// Holds each attempt back until it may be admitted: the adapter's side of a bounded wait
+/// (a bulkhead slot, following the wait protocol in [`crate::bulkhead`]).
+///
+/// `ready` is awaited before every attempt, retries included. It completes with `Ok(())` when
+/// the attempt may go to the pipeline (which can still refuse it), or with the rejection that
+/// ends the call. It must not wait past `deadline`, and dropping its future must leave nothing
+/// behind (a cancelled call). `()` is the gate that never waits.
+///
+/// `Wait` does not borrow the gate (a gate is a few references, cheap to copy into its
+/// future): a future type that depended on the gate's borrow would trip rustc's proof that a
+/// spawned call is `Send`.
+pub trait Gate {
+    /// The future `ready` returns.
+    type Wait: Future<Output = Result<(), Rejection>>;
+
+    /// Wait, at `now`, until an attempt may be admitted.
+    fn ready(&self, now: Instant, deadline: Option<Deadline>) -> Self::Wait;
+}
+
+/// The gate that never waits.
+impl Gate for () {
+    type Wait = core::future::Ready<Result<(), Rejection>>;
+
+    #[inline(always)]
+    fn ready(&self, _now: Instant, _deadline: Option<Deadline>) -> Self::Wait {
+        core::future::ready(Ok(()))
+    }
 }
 
 /// What the last attempt produced.
@@ -127,6 +156,16 @@ impl<T> ExecuteError<T> {
             ExecuteError::Refused { rejection, .. } => Some(*rejection),
             ExecuteError::GaveUp { reason, .. } => reason.as_rejection(),
             ExecuteError::DeadlinePassed { .. } => None,
+        }
+    }
+
+    /// What a fallback answering in place of this error reports
+    /// ([`Event::FallbackServed`]).
+    pub fn degradation(&self) -> Degradation {
+        match self {
+            ExecuteError::Refused { rejection, .. } => Degradation::Refused(*rejection),
+            ExecuteError::GaveUp { reason, .. } => Degradation::GaveUp(*reason),
+            ExecuteError::DeadlinePassed { .. } => Degradation::DeadlinePassed,
         }
     }
 
@@ -188,7 +227,7 @@ pub async fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
     observer: &O,
     options: CallOptions,
     classifier: &C,
-    mut operation: F,
+    operation: F,
 ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
 where
     Rt: RetryPolicy,
@@ -204,9 +243,60 @@ where
     F: FnMut() -> Fut,
     Fut: Future,
 {
+    execute_gated(
+        pipeline,
+        timer,
+        rng,
+        observer,
+        options,
+        classifier,
+        &(),
+        operation,
+    )
+    .await
+}
+
+/// [`execute`], with every attempt held at `gate` until it may be admitted: how an adapter
+/// adds a bounded wait for a bulkhead slot (see [`Gate`]). A gate's refusal ends the call as
+/// [`ExecuteError::Refused`] and reaches the observer as [`Event::Rejected`], exactly as a
+/// policy's does.
+#[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
+pub async fn execute_gated<Rt, T, B, L, H, Rl, Tm, R, O, C, G, F, Fut>(
+    pipeline: &Pipeline<Rt, T, B, L, H, Rl>,
+    timer: &Tm,
+    rng: &mut R,
+    observer: &O,
+    options: CallOptions,
+    classifier: &C,
+    gate: &G,
+    mut operation: F,
+) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+where
+    Rt: RetryPolicy,
+    T: Policy,
+    B: Policy,
+    L: Policy,
+    H: Policy,
+    Rl: Policy,
+    Tm: Timer + ?Sized,
+    R: Random + ?Sized,
+    O: Observer + ?Sized,
+    C: Classify<Fut::Output> + ?Sized,
+    G: Gate + ?Sized,
+    F: FnMut() -> Fut,
+    Fut: Future,
+{
     let mut call = pipeline.call(timer.now(), options);
     let mut last: Option<Attempted<Fut::Output>> = None;
     loop {
+        if let Err(rejection) = gate.ready(timer.now(), options.deadline_value()).await {
+            observer.on_event(&Event::Rejected { rejection });
+            return Err(ExecuteError::Refused {
+                rejection,
+                attempts: call.attempts(),
+                last,
+            });
+        }
         let attempt = {
             let mut env = Env {
                 now: timer.now(),

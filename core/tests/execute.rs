@@ -475,3 +475,84 @@ fn an_answered_error_is_the_answer() {
     ));
     assert_eq!(out, Some(Ok(Err(404))));
 }
+
+/// A gate that holds each attempt until `open_at`, or refuses when `refuse` is set.
+struct TimedGate<'t> {
+    timer: &'t SimTimer,
+    open_at: Instant,
+    refuse: bool,
+}
+
+impl<'t> resilix::execute::Gate for TimedGate<'t> {
+    type Wait = core::pin::Pin<Box<dyn Future<Output = Result<(), Rejection>> + 't>>;
+    fn ready(&self, _now: Instant, _deadline: Option<Deadline>) -> Self::Wait {
+        let (timer, open_at, refuse) = (self.timer, self.open_at, self.refuse);
+        Box::pin(async move {
+            if refuse {
+                return Err(Rejection::new(RejectReason::BulkheadFull));
+            }
+            timer.sleep_until(open_at).await;
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_gate_holds_every_attempt_and_its_refusal_ends_the_call() {
+    let timer = SimTimer::new();
+    let pipeline = Pipeline::new().retry(FixedRetry {
+        max: 2,
+        delay: 10 * MS,
+    });
+    let classifier = ResultClassifier::new();
+    let starts = RefCell::new(Vec::new());
+    let mut rng = SeededRandom::new(1);
+    let gate = TimedGate {
+        timer: &timer,
+        open_at: Instant::from_millis(25),
+        refuse: false,
+    };
+    let out = timer.run(resilix::execute::execute_gated(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        &gate,
+        || {
+            starts.borrow_mut().push(timer.now());
+            timer.work(MS, Err::<(), ()>(()))
+        },
+    ));
+    assert!(out.unwrap().is_err());
+    // Held until 25 ms; the retry (due at 36 ms) passes the already-open gate at once.
+    assert_eq!(
+        *starts.borrow(),
+        [Instant::from_millis(25), Instant::from_millis(36)]
+    );
+
+    let log = Log::default();
+    let refusing = TimedGate {
+        timer: &timer,
+        open_at: Instant::ZERO,
+        refuse: true,
+    };
+    let out = timer
+        .run(resilix::execute::execute_gated(
+            &pipeline,
+            &timer,
+            &mut rng,
+            &log,
+            CallOptions::default(),
+            &classifier,
+            &refusing,
+            || timer.work(MS, Ok::<(), ()>(())),
+        ))
+        .unwrap();
+    assert_eq!(
+        out.unwrap_err().rejection().map(|r| r.reason()),
+        Some(RejectReason::BulkheadFull)
+    );
+    assert!(matches!(log.0.borrow()[..], [Event::Rejected { .. }]));
+}

@@ -66,6 +66,24 @@ pub enum Event {
         /// The verdict of the last attempt.
         after: Verdict,
     },
+    /// A fallback answered in place of the upstream: the caller got a degraded answer (the
+    /// essay: degradation has to be visible).
+    FallbackServed {
+        /// Why the upstream's answer was not available.
+        cause: Degradation,
+    },
+}
+
+/// Why a call was answered by its fallback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Degradation {
+    /// A policy refused the call.
+    Refused(Rejection),
+    /// Retry gave up on a failing upstream.
+    GaveUp(GiveUpReason),
+    /// The call's deadline passed before an attempt could start.
+    DeadlinePassed,
 }
 
 /// The states of a circuit breaker.

@@ -1,0 +1,102 @@
+//! Bounded waiting for a bulkhead slot on real `async-io` timers, under smol and async-std.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use resilix::RejectReason;
+use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+use resilix::call::CallOptions;
+use resilix::pipeline::Pipeline;
+use resilix_async_std::{Resilience, SlotWaiters};
+use smol::future::zip;
+
+const MS: Duration = Duration::from_millis(1);
+
+fn bulkhead(waiters: u32, wait: Duration, order: WaitOrder) -> Bulkhead<SlotWaiters<8>> {
+    let config = WaitConfig::new(waiters, wait, order).unwrap();
+    Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::new(config))
+}
+
+async fn work(took: Duration) -> Result<(), ()> {
+    async_io::Timer::after(took).await;
+    Ok(())
+}
+
+async fn waits_then_gives_up() {
+    let b = bulkhead(4, 200 * MS, WaitOrder::Fifo);
+    let pipeline = Pipeline::new().bulkhead(&b);
+    let r = Resilience::new(&pipeline);
+    let start = Instant::now();
+    let (x, y) = zip(
+        r.execute_waiting(&b, CallOptions::default(), || work(5 * MS)),
+        r.execute_waiting(&b, CallOptions::default(), || work(5 * MS)),
+    )
+    .await;
+    assert_eq!((x, y), (Ok(Ok(())), Ok(Ok(()))));
+    assert!(start.elapsed() >= 10 * MS, "one after the other");
+
+    let short = bulkhead(4, 3 * MS, WaitOrder::Fifo);
+    let pipeline = Pipeline::new().bulkhead(&short);
+    let r = Resilience::new(&pipeline);
+    let (x, y) = zip(
+        r.execute_waiting(&short, CallOptions::default(), || work(30 * MS)),
+        async {
+            let t = Instant::now();
+            let out = r
+                .execute_waiting(&short, CallOptions::default(), || work(MS))
+                .await;
+            (out, t.elapsed())
+        },
+    )
+    .await;
+    assert_eq!(x, Ok(Ok(())));
+    let (out, waited) = y;
+    assert_eq!(
+        out.unwrap_err().rejection().map(|r| r.reason()),
+        Some(RejectReason::BulkheadFull)
+    );
+    assert!(
+        waited >= 3 * MS && waited < 30 * MS,
+        "gave up after max_wait: {waited:?}"
+    );
+    assert_eq!((short.held(), short.hook().waiting()), (0, 0));
+}
+
+async fn lifo_serves_the_newest() {
+    let b = bulkhead(8, Duration::from_secs(1), WaitOrder::Lifo);
+    let pipeline = Pipeline::new().bulkhead(&b);
+    let r = Resilience::new(&pipeline);
+    let served = Mutex::new(Vec::new());
+    let call = |name: char, delay: Duration| {
+        let (r, b, served) = (&r, &b, &served);
+        async move {
+            async_io::Timer::after(delay).await;
+            r.execute_waiting(b, CallOptions::default(), || {
+                served.lock().unwrap().push(name);
+                work(20 * MS)
+            })
+            .await
+            .unwrap()
+            .unwrap()
+        }
+    };
+    zip(
+        zip(call('h', Duration::ZERO), call('a', 3 * MS)),
+        zip(call('b', 6 * MS), call('c', 9 * MS)),
+    )
+    .await;
+    assert_eq!(served.into_inner().unwrap(), ['h', 'c', 'b', 'a']);
+}
+
+#[test]
+fn under_smol() {
+    smol::block_on(waits_then_gives_up());
+    smol::block_on(lifo_serves_the_newest());
+}
+
+#[test]
+fn under_async_std() {
+    async_std::task::block_on(waits_then_gives_up());
+    async_std::task::block_on(lifo_serves_the_newest());
+}

@@ -1,0 +1,133 @@
+use core::cell::RefCell;
+
+use critical_section::Mutex;
+
+use resilix::Verdict;
+use resilix::classify::Classify;
+use resilix::execute::ExecuteError;
+use resilix::observe::Degradation;
+
+/// The last output a call's classifier called a `Success`, kept for fallbacks, in a `static`.
+///
+/// Guarded by a critical section, held only to clone in or out: keep `T` small (a reading,
+/// a status word).
+///
+/// ```
+/// use resilix_embassy::LastKnownGood;
+///
+/// static LAST_READING: LastKnownGood<u16> = LastKnownGood::new();
+/// assert_eq!(LAST_READING.get(), None);
+/// LAST_READING.set(412);
+/// assert_eq!(LAST_READING.get(), Some(412));
+/// ```
+#[derive(Debug)]
+pub struct LastKnownGood<T> {
+    value: Mutex<RefCell<Option<T>>>,
+}
+
+impl<T> Default for LastKnownGood<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> LastKnownGood<T> {
+    /// An empty store.
+    pub const fn new() -> Self {
+        LastKnownGood {
+            value: Mutex::new(RefCell::new(None)),
+        }
+    }
+
+    /// Remembers `value`.
+    pub fn set(&self, value: T) {
+        critical_section::with(|cs| {
+            self.value.borrow(cs).replace(Some(value));
+        });
+    }
+
+    /// The remembered value, if any.
+    pub fn get(&self) -> Option<T>
+    where
+        T: Clone,
+    {
+        critical_section::with(|cs| self.value.borrow(cs).borrow().clone())
+    }
+}
+
+/// What answers a call when the upstream's answer is not available.
+#[derive(Debug)]
+pub enum Fallback<'a, T> {
+    /// This value.
+    Value(T),
+    /// The last success remembered in the store; the error when there is none yet.
+    LastKnownGood(&'a LastKnownGood<T>),
+    /// The last success remembered in the store, else this value.
+    LastKnownGoodOr(&'a LastKnownGood<T>, T),
+}
+
+/// An answer, and whether it came from the upstream or from the fallback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Served<T> {
+    /// The upstream's answer.
+    Fresh(T),
+    /// The fallback's, because of `cause`.
+    Fallback {
+        /// The answer.
+        value: T,
+        /// Why the upstream's was not available.
+        cause: Degradation,
+    },
+}
+
+impl<T> Served<T> {
+    /// The answer, fresh or not.
+    pub fn into_inner(self) -> T {
+        match self {
+            Served::Fresh(v) | Served::Fallback { value: v, .. } => v,
+        }
+    }
+
+    /// Why the fallback answered, if it did.
+    pub fn degradation(&self) -> Option<Degradation> {
+        match self {
+            Served::Fresh(_) => None,
+            Served::Fallback { cause, .. } => Some(*cause),
+        }
+    }
+}
+
+impl<T: Clone> Fallback<'_, T> {
+    /// Serves `result`, or the fallback in its place; `served` hears each degradation.
+    pub(crate) fn resolve<C: Classify<T> + ?Sized>(
+        self,
+        result: Result<T, ExecuteError<T>>,
+        classifier: &C,
+        served: impl FnOnce(Degradation),
+    ) -> Result<Served<T>, ExecuteError<T>> {
+        let (store, default) = match self {
+            Fallback::Value(v) => (None, Some(v)),
+            Fallback::LastKnownGood(s) => (Some(s), None),
+            Fallback::LastKnownGoodOr(s, v) => (Some(s), Some(v)),
+        };
+        match result {
+            Ok(value) => {
+                if let Some(store) = store {
+                    // Only successes are worth repeating; an answered error (a 404) is not.
+                    if classifier.classify(&value) == Verdict::Success {
+                        store.set(value.clone());
+                    }
+                }
+                Ok(Served::Fresh(value))
+            }
+            Err(error) => match store.and_then(LastKnownGood::get).or(default) {
+                Some(value) => {
+                    let cause = error.degradation();
+                    served(cause);
+                    Ok(Served::Fallback { value, cause })
+                }
+                None => Err(error),
+            },
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! Bounded waiting for a bulkhead slot on embassy's host driver (a `static` bulkhead).
+
+use core::time::Duration;
+
+use embassy_futures::block_on;
+use embassy_futures::join::join;
+use resilix::RejectReason;
+use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+use resilix::call::CallOptions;
+use resilix::pipeline::Pipeline;
+use resilix::random::SeededRandom;
+use resilix_embassy::{Resilience, SlotWaiters};
+
+static RADIO: Bulkhead<SlotWaiters<4>> = Bulkhead::with_hook(
+    match BulkheadConfig::new(1) {
+        Ok(c) => c,
+        Err(_) => panic!("invalid"),
+    },
+    SlotWaiters::new(
+        match WaitConfig::new(1, Duration::from_millis(20), WaitOrder::Fifo) {
+            Ok(c) => c,
+            Err(_) => panic!("invalid"),
+        },
+    ),
+);
+
+async fn work(ms: u64) -> Result<(), ()> {
+    embassy_time::Timer::after_millis(ms).await;
+    Ok(())
+}
+
+#[test]
+fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
+    let pipeline = Pipeline::new().bulkhead(&RADIO);
+    let r = Resilience::new(&pipeline);
+    let (mut r1, mut r2) = (SeededRandom::new(1), SeededRandom::new(2));
+    let start = embassy_time::Instant::now();
+    let (a, b) = block_on(join(
+        r.execute_waiting(&RADIO, &mut r1, CallOptions::default(), || work(5)),
+        r.execute_waiting(&RADIO, &mut r2, CallOptions::default(), || work(5)),
+    ));
+    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert!(start.elapsed() >= embassy_time::Duration::from_millis(10));
+
+    // The holder takes 60 ms; the waiter gives up after 20; a third finds the one place taken.
+    let mut r3 = SeededRandom::new(3);
+    let (holder, (waiter, third)) = block_on(join(
+        r.execute_waiting(&RADIO, &mut r1, CallOptions::default(), || work(60)),
+        join(
+            r.execute_waiting(&RADIO, &mut r2, CallOptions::default(), || work(1)),
+            async {
+                embassy_time::Timer::after_millis(2).await;
+                r.execute_waiting(&RADIO, &mut r3, CallOptions::default(), || work(1))
+                    .await
+            },
+        ),
+    ));
+    assert_eq!(holder, Ok(Ok(())));
+    for refused in [waiter, third] {
+        assert_eq!(
+            refused.unwrap_err().rejection().map(|r| r.reason()),
+            Some(RejectReason::BulkheadFull)
+        );
+    }
+    assert_eq!((RADIO.held(), RADIO.hook().waiting()), (0, 0));
+}
