@@ -5,6 +5,7 @@
 //! from the caller, so the same code runs in a tokio service, on a Cortex-M0, in a
 //! Workers-style wasm isolate and under a fuzzer, and a seed reproduces every decision.
 //!
+//! * [`breaker`]: the circuit breaker: closed, open, half-open with exact probes.
 //! * [`time`]: the caller's timeline ([`time::Instant`], [`time::Deadline`], clocks).
 //! * [`random`]: injected randomness and a seeded generator.
 //! * [`Verdict`] and [`classify`]: what an outcome means, for every policy at once.
@@ -38,10 +39,12 @@ pub(crate) mod slots;
 pub(crate) mod sync;
 pub(crate) mod window;
 
+pub mod breaker;
 pub mod bulkhead;
 pub mod call;
 pub mod classify;
 pub mod execute;
+pub mod limiter;
 pub mod observe;
 pub mod permit;
 pub mod pipeline;

@@ -1,0 +1,452 @@
+//! The breaker's decisions as pure functions of a small snapshot: the state word, the time as a
+//! tick word, and the counts. No atomics here; `mod.rs` stores what these return with
+//! compare-and-swap, and the tests and fuzzer can drive these directly.
+
+use super::config::Config;
+use super::window::Totals;
+use super::word::Word;
+use crate::observe::{CircuitState, TransitionCause};
+use crate::random::Random;
+
+/// A change of state, for the event the winning thread emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Transition {
+    pub(crate) from: CircuitState,
+    pub(crate) to: CircuitState,
+    pub(crate) cause: TransitionCause,
+}
+
+/// What `admit` should do with the state it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// Closed: admit and count the outcome in the window.
+    Counted,
+    /// Disabled: admit and count nothing.
+    Bypass,
+    /// Store `next` (compare-and-swap); if that succeeds, the call is a half-open probe of
+    /// `next.epoch`.
+    Probe {
+        next: Word,
+        transition: Option<Transition>,
+    },
+    /// Refuse. `wait` is the ticks until the next probe, when known (an open wait); `None`
+    /// when the breaker waits on an event (probes in flight, the operator).
+    Refuse { wait: Option<u32> },
+}
+
+/// Open waits end when `now` reaches `open_until`. A remaining time of more than the longest
+/// possible wait can only come from time going backwards (or a jump that aliased the tick
+/// word): it reads as "the wait is over", so a breaker can probe early but never stays open
+/// longer than its longest wait after it last read the time correctly.
+pub(crate) const fn remaining_wait(now: u32, open_until: u32, longest_wait: u32) -> Option<u32> {
+    let remaining = open_until.wrapping_sub(now);
+    if remaining != 0 && remaining <= longest_wait {
+        Some(remaining)
+    } else {
+        None
+    }
+}
+
+pub(crate) const fn admission(
+    word: Word,
+    now: u32,
+    open_until: u32,
+    longest_wait: u32,
+    probes: u8,
+) -> Admission {
+    match word.state {
+        CircuitState::Closed => Admission::Counted,
+        CircuitState::Disabled => Admission::Bypass,
+        CircuitState::ForcedOpen => Admission::Refuse { wait: None },
+        CircuitState::Open => match remaining_wait(now, open_until, longest_wait) {
+            Some(wait) => Admission::Refuse { wait: Some(wait) },
+            None => {
+                // The thread that moves the circuit to half-open takes the first probe in the
+                // same swap, so no other thread can slip in between.
+                let mut next = word.next(CircuitState::HalfOpen);
+                next.in_flight = 1;
+                Admission::Probe {
+                    next,
+                    transition: Some(Transition {
+                        from: CircuitState::Open,
+                        to: CircuitState::HalfOpen,
+                        cause: TransitionCause::WaitElapsed,
+                    }),
+                }
+            }
+        },
+        CircuitState::HalfOpen => {
+            if word.probes_taken() < probes {
+                let mut next = word;
+                next.in_flight += 1;
+                Admission::Probe {
+                    next,
+                    transition: None,
+                }
+            } else {
+                Admission::Refuse { wait: None }
+            }
+        }
+    }
+}
+
+/// A probe of `epoch` settled. `None`: it is late (the breaker moved on) and changes nothing.
+pub(crate) const fn probe_settled(
+    word: Word,
+    epoch: u32,
+    succeeded: bool,
+    probes: u8,
+    probes_to_close: u8,
+) -> Option<(Word, Option<Transition>)> {
+    if !matches!(word.state, CircuitState::HalfOpen) || word.epoch != epoch || word.in_flight == 0 {
+        return None;
+    }
+    let mut next = word;
+    next.in_flight -= 1;
+    if succeeded {
+        next.successes += 1;
+    } else {
+        next.failures += 1;
+    }
+    // Decide as soon as the outcome is certain: enough successes, or too many failures for
+    // enough successes to remain possible. Exactly one settle crosses either line per epoch,
+    // because successes + failures never exceed the probes admitted.
+    if next.successes >= probes_to_close {
+        return Some((
+            word.next(CircuitState::Closed),
+            Some(Transition {
+                from: CircuitState::HalfOpen,
+                to: CircuitState::Closed,
+                cause: TransitionCause::ProbesSucceeded,
+            }),
+        ));
+    }
+    if next.failures > probes - probes_to_close {
+        return Some((
+            word.next(CircuitState::Open),
+            Some(Transition {
+                from: CircuitState::HalfOpen,
+                to: CircuitState::Open,
+                cause: TransitionCause::ProbesFailed,
+            }),
+        ));
+    }
+    Some((next, None))
+}
+
+/// A probe of `epoch` was dropped: its slot is free again. `None` when it is late.
+pub(crate) const fn probe_dropped(word: Word, epoch: u32) -> Option<Word> {
+    if !matches!(word.state, CircuitState::HalfOpen) || word.epoch != epoch || word.in_flight == 0 {
+        return None;
+    }
+    let mut next = word;
+    next.in_flight -= 1;
+    Some(next)
+}
+
+const fn rate_above(part: u32, percent: u8, calls: u32) -> bool {
+    part as u64 * 100 > percent as u64 * calls as u64
+}
+
+/// Whether the closed-state counts call for opening, and why. Rates are compared in integers:
+/// `part × 100 > threshold × calls`.
+pub(crate) const fn trip_cause(
+    totals: Totals,
+    consecutive_failures: u32,
+    config: &Config,
+) -> Option<TransitionCause> {
+    if totals.calls >= config.minimum_calls {
+        if let Some(p) = config.failure_rate_above_percent
+            && rate_above(totals.failures, p, totals.calls)
+        {
+            return Some(TransitionCause::FailureRate);
+        }
+        if let Some(s) = config.slow_calls
+            && rate_above(totals.slow, s.above_percent, totals.calls)
+        {
+            return Some(TransitionCause::SlowCallRate);
+        }
+    }
+    if let Some(n) = config.consecutive_failures
+        && consecutive_failures >= n
+    {
+        return Some(TransitionCause::ConsecutiveFailures);
+    }
+    None
+}
+
+/// The open wait in nanoseconds after `reopens` consecutive re-opens: grown, capped, then
+/// shortened by the jitter (after the cap, so a fleet at the cap still spreads out).
+pub(crate) fn open_wait_nanos<R: Random + ?Sized>(
+    config: &Config,
+    reopens: u32,
+    rng: &mut R,
+) -> u64 {
+    let base = crate::time::duration_as_nanos_saturating(config.open_wait);
+    let mut wait = base;
+    if let Some(b) = config.open_backoff {
+        let cap = crate::time::duration_as_nanos_saturating(b.max_wait);
+        let mut n = 0;
+        // Stops as soon as the cap is reached, so a long streak costs no more than the climb.
+        while n < reopens && wait < cap && b.multiplier_percent > 100 {
+            wait = ((wait as u128 * b.multiplier_percent as u128) / 100).min(cap as u128) as u64;
+            n += 1;
+        }
+        wait = wait.min(cap);
+    }
+    let spread = (wait as u128 * config.open_jitter_percent as u128 / 100) as u64;
+    if spread == 0 {
+        wait
+    } else {
+        wait - rng.below(spread.saturating_add(1)).min(spread)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::breaker::config::{OpenBackoff, SlowCalls};
+    use crate::random::SeededRandom;
+    use core::time::Duration;
+
+    fn half_open(epoch: u32, in_flight: u8, successes: u8, failures: u8) -> Word {
+        Word {
+            state: CircuitState::HalfOpen,
+            epoch,
+            in_flight,
+            successes,
+            failures,
+        }
+    }
+
+    #[test]
+    fn closed_and_disabled_admit_forced_open_refuses_without_a_time() {
+        let w = Word::INITIAL;
+        assert_eq!(admission(w, 0, 0, 10, 1), Admission::Counted);
+        let d = w.next(CircuitState::Disabled);
+        assert_eq!(admission(d, 0, 0, 10, 1), Admission::Bypass);
+        let f = w.next(CircuitState::ForcedOpen);
+        assert_eq!(admission(f, 0, 0, 10, 1), Admission::Refuse { wait: None });
+    }
+
+    #[test]
+    fn open_refuses_until_the_wait_ends_then_takes_the_first_probe() {
+        let open = Word::INITIAL.next(CircuitState::Open);
+        assert_eq!(
+            admission(open, 100, 150, 60, 1),
+            Admission::Refuse { wait: Some(50) }
+        );
+        assert_eq!(
+            admission(open, 149, 150, 60, 1),
+            Admission::Refuse { wait: Some(1) }
+        );
+        match admission(open, 150, 150, 60, 1) {
+            Admission::Probe { next, transition } => {
+                assert_eq!(next, half_open(2, 1, 0, 0));
+                assert_eq!(transition.unwrap().cause, TransitionCause::WaitElapsed);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn backwards_time_or_an_aliased_jump_ends_the_wait_early_never_late() {
+        // now before the wait began: the remaining time exceeds the longest wait.
+        assert_eq!(remaining_wait(10, 150, 60), None);
+        // now far past, wrapped: remaining reads huge.
+        assert_eq!(remaining_wait(151, 150, 60), None);
+        assert_eq!(
+            remaining_wait(u32::MAX, 5, 60),
+            Some(6),
+            "wraps across the word"
+        );
+        assert_eq!(remaining_wait(0, 0, 0), None);
+    }
+
+    #[test]
+    fn half_open_admits_exactly_n_counting_settled_probes() {
+        let w = half_open(2, 2, 1, 0);
+        assert_eq!(admission(w, 0, 0, 0, 3), Admission::Refuse { wait: None });
+        match admission(half_open(2, 1, 1, 0), 0, 0, 0, 3) {
+            Admission::Probe {
+                next,
+                transition: None,
+            } => assert_eq!(next.in_flight, 2),
+            other => panic!("{other:?}"),
+        }
+        // the maximum: 15 probes
+        assert!(matches!(
+            admission(half_open(0, 14, 0, 0), 0, 0, 0, 15),
+            Admission::Probe { .. }
+        ));
+        assert_eq!(
+            admission(half_open(0, 15, 0, 0), 0, 0, 0, 15),
+            Admission::Refuse { wait: None }
+        );
+    }
+
+    #[test]
+    fn one_probe_closes_on_success_and_reopens_on_failure() {
+        let w = half_open(7, 1, 0, 0);
+        let (next, t) = probe_settled(w, 7, true, 1, 1).unwrap();
+        assert_eq!((next.state, next.epoch), (CircuitState::Closed, 8));
+        assert_eq!(t.unwrap().cause, TransitionCause::ProbesSucceeded);
+        let (next, t) = probe_settled(w, 7, false, 1, 1).unwrap();
+        assert_eq!((next.state, next.epoch), (CircuitState::Open, 8));
+        assert_eq!(t.unwrap().cause, TransitionCause::ProbesFailed);
+    }
+
+    #[test]
+    fn three_probes_two_to_close_decide_as_soon_as_certain() {
+        // one failure leaves two possible successes: undecided
+        let (w, t) = probe_settled(half_open(1, 3, 0, 0), 1, false, 3, 2).unwrap();
+        assert_eq!((w, t), (half_open(1, 2, 0, 1), None));
+        // a second failure makes two successes impossible: re-open with one still in flight
+        let (w2, t) = probe_settled(w, 1, false, 3, 2).unwrap();
+        assert_eq!(w2.state, CircuitState::Open);
+        assert!(t.is_some());
+        // two successes close even with one in flight
+        let (w3, _) = probe_settled(half_open(1, 2, 1, 0), 1, true, 3, 2).unwrap();
+        assert_eq!(w3.state, CircuitState::Closed);
+    }
+
+    #[test]
+    fn a_late_probe_changes_nothing() {
+        let w = half_open(5, 1, 0, 0);
+        assert_eq!(probe_settled(w, 4, true, 1, 1), None, "earlier epoch");
+        assert_eq!(probe_dropped(w, 4), None);
+        let closed = Word::INITIAL.next(CircuitState::Closed);
+        assert_eq!(probe_settled(closed, closed.epoch, false, 1, 1), None);
+        assert_eq!(
+            probe_dropped(half_open(5, 0, 1, 0), 5),
+            None,
+            "no probe to free"
+        );
+    }
+
+    #[test]
+    fn a_dropped_probe_frees_its_slot() {
+        let w = probe_dropped(half_open(3, 1, 0, 0), 3).unwrap();
+        assert_eq!(w, half_open(3, 0, 0, 0));
+        assert!(matches!(admission(w, 0, 0, 0, 1), Admission::Probe { .. }));
+    }
+
+    #[test]
+    fn trips_above_the_rate_with_minimum_calls_only() {
+        let c = Config::DEFAULT; // > 50 % of at least 20
+        let t = |calls, failures| Totals {
+            calls,
+            failures,
+            slow: 0,
+        };
+        assert_eq!(
+            trip_cause(t(19, 19), 0, &c),
+            None,
+            "minimum calls not reached"
+        );
+        assert_eq!(
+            trip_cause(t(20, 10), 0, &c),
+            None,
+            "exactly half is not above half"
+        );
+        assert_eq!(
+            trip_cause(t(20, 11), 0, &c),
+            Some(TransitionCause::FailureRate)
+        );
+        assert_eq!(
+            trip_cause(
+                t(0, 0),
+                0,
+                &Config {
+                    minimum_calls: 1,
+                    ..c
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            trip_cause(t(u32::MAX, u32::MAX), 0, &c),
+            Some(TransitionCause::FailureRate)
+        );
+        let zero = Config {
+            failure_rate_above_percent: Some(0),
+            minimum_calls: 1,
+            ..c
+        };
+        assert_eq!(trip_cause(t(1, 0), 0, &zero), None);
+        assert_eq!(
+            trip_cause(t(1, 1), 0, &zero),
+            Some(TransitionCause::FailureRate)
+        );
+    }
+
+    #[test]
+    fn slow_rate_and_consecutive_failures_trip_with_their_own_cause() {
+        let c = Config {
+            failure_rate_above_percent: None,
+            slow_calls: Some(SlowCalls {
+                slower_than: Duration::from_secs(1),
+                above_percent: 50,
+            }),
+            consecutive_failures: Some(3),
+            ..Config::DEFAULT
+        };
+        let slow = Totals {
+            calls: 20,
+            failures: 20,
+            slow: 11,
+        };
+        assert_eq!(trip_cause(slow, 0, &c), Some(TransitionCause::SlowCallRate));
+        let few = Totals {
+            calls: 2,
+            failures: 2,
+            slow: 2,
+        };
+        assert_eq!(trip_cause(few, 2, &c), None);
+        assert_eq!(
+            trip_cause(few, 3, &c),
+            Some(TransitionCause::ConsecutiveFailures)
+        );
+    }
+
+    #[test]
+    fn open_wait_grows_caps_and_jitters_downwards() {
+        let mut rng = SeededRandom::new(9);
+        let c = Config {
+            open_wait: Duration::from_secs(5),
+            open_jitter_percent: 0,
+            open_backoff: Some(OpenBackoff {
+                multiplier_percent: 200,
+                max_wait: Duration::from_secs(30),
+            }),
+            ..Config::DEFAULT
+        };
+        let s = 1_000_000_000u64;
+        assert_eq!(open_wait_nanos(&c, 0, &mut rng), 5 * s);
+        assert_eq!(open_wait_nanos(&c, 1, &mut rng), 10 * s);
+        assert_eq!(open_wait_nanos(&c, 2, &mut rng), 20 * s);
+        assert_eq!(open_wait_nanos(&c, 3, &mut rng), 30 * s);
+        assert_eq!(
+            open_wait_nanos(&c, u32::MAX, &mut rng),
+            30 * s,
+            "a long streak stays capped"
+        );
+        let j = Config {
+            open_jitter_percent: 10,
+            ..c
+        };
+        let mut seen_below = false;
+        for _ in 0..200 {
+            let w = open_wait_nanos(&j, 3, &mut rng);
+            assert!((27 * s..=30 * s).contains(&w), "{w}");
+            seen_below |= w < 29 * s;
+        }
+        assert!(seen_below, "jitter spreads the waits");
+        let max = Config {
+            open_wait: Duration::MAX,
+            open_backoff: None,
+            ..j
+        };
+        assert!(open_wait_nanos(&max, 0, &mut rng) > u64::MAX / 10 * 8);
+    }
+}

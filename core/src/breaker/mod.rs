@@ -1,0 +1,671 @@
+//! A circuit breaker: stop sending calls to an upstream that looks wholly down, then let a
+//! bounded number of probes find out when it has recovered.
+//!
+//! ```text
+//!            failure rate, slow-call rate or consecutive failures
+//!   Closed ──────────────────────────────────────────────────────▶ Open
+//!     ▲                                                           │ wait (growing, jittered)
+//!     │ enough probes succeeded          too many probes failed   ▼
+//!     └─────────────────────────── HalfOpen ─────────────────────▶ Open
+//!
+//!   any state ──operator──▶ ForcedOpen (refuses all) · Disabled (admits all, counts nothing)
+//!   any state ──reset─────▶ Closed (window, streaks and probes forgotten)
+//! ```
+//!
+//! **Accounting** follows the verdict (DESIGN.md §6): `Overload`, `Transient` and `Timeout` are
+//! failures; `Success` and `Answered` are successes; `Rejected` and dropped permits (cancelled
+//! calls) count for nothing. A call is also *slow* when [`SlowCalls`] is configured and it
+//! settled at least `slower_than` after admission.
+//!
+//! **Thresholds**: the circuit opens when, with at least `minimum_calls` in the window, the
+//! failure rate (or the slow-call rate) is strictly above its threshold; or, optionally, after
+//! a run of consecutive failures. The defaults are the essay's "at least twenty requests in the
+//! window and a failure rate above half" over Hystrix's 10-second window ([`Config`] lists
+//! every default and its source). The window is time-based ([`TimeBuckets`], the default) or
+//! the last N calls ([`CallRing`]).
+//!
+//! **Open** refuses with [`RejectReason::CircuitOpen`] and the instant of the next probe
+//! ([`Rejection::retry_at`]). The wait can grow on consecutive re-opens ([`OpenBackoff`]) and
+//! is shortened by a random share drawn from the caller's randomness, so a fleet that opened
+//! together does not probe together.
+//!
+//! **Half-open** admits exactly `half_open_probes` probes under any concurrency: the probe count
+//! lives in the same 32-bit state word as the state, and a probe is taken by one
+//! compare-and-swap of that word. Everyone else is refused with `circuit-open` (no retry-at:
+//! the breaker waits on the probes, not on a clock). It closes as soon as `probes_to_close`
+//! probes succeeded and re-opens as soon as that has become impossible. A dropped probe frees
+//! its slot, so the breaker is never stuck half-open (resilience4j #544/#858/#935); a probe
+//! settled with `Rejected` is treated as dropped.
+//!
+//! **Epochs**: every transition increments an epoch kept in the state word, and a permit carries
+//! the epoch that issued it. An outcome from an earlier epoch is ignored: a call admitted before
+//! the circuit opened cannot count against the half-open probes, and a slow probe from an
+//! earlier half-open cannot close the circuit (Polly #217, resilience4j #1432). The epoch has
+//! 17 bits; a permit that lives through a multiple of 131,072 transitions would be taken for a
+//! current one.
+//!
+//! **Concurrency**: `&self`, `Sync`, lock-free, and only 32-bit atomics. What is exact: every
+//! transition happens once (the thread whose compare-and-swap moves the state emits its
+//! [`Event::CircuitTransition`]), the half-open probe count, and the epoch rule. What is
+//! approximate: the window's counts (see [`TimeBuckets`] and [`CallRing`] for exactly how), the
+//! consecutive-failure count (a success and a failure settling together may be seen in either
+//! order), an outcome settling at the instant of a transition (it may land in the window just
+//! cleared), and the growth count of the open wait (a re-open racing the next one may miss one
+//! step).
+//!
+//! **Time** is stored as 32-bit tick words on the finest scale on which the longest open wait
+//! is under 2^31 ticks (see `time::ticks`), so the tick word repeats every 2^32 ticks, at
+//! least twice the longest wait. The open wait ends when the remaining time reaches zero *or*
+//! reads longer than the longest possible wait. So: time going back a little lets a probe
+//! through early; time going back, or jumping ahead, by more than the word's period can alias
+//! to a remaining time within the longest wait, and the circuit then waits that long again.
+//! Whatever the time does, the remaining wait reported from any reading is at most the
+//! longest wait: once time moves forward again, a probe is admitted within it. Nothing
+//! panics. A trip decision that is preempted for longer
+//! than an open wait may, when it resumes, shorten the open wait of a later opening (it writes
+//! its own end of wait before its compare-and-swap fails); it cannot lengthen one.
+//!
+//! A permit leaked with `mem::forget` holds its probe slot until [`Breaker::reset`].
+//!
+//! # Example: open, wait, probe, close, on a manual clock
+//!
+//! ```
+//! use core::time::Duration;
+//! use resilix::breaker::{Breaker, CircuitState, Config};
+//! use resilix::permit::{Env, Permit, Policy};
+//! use resilix::random::SeededRandom;
+//! use resilix::time::Instant;
+//! use resilix::{RejectReason, Verdict};
+//!
+//! let config = Config { minimum_calls: 4, open_jitter_percent: 0, ..Config::DEFAULT };
+//! let breaker = Breaker::new(config).unwrap();
+//! let mut rng = SeededRandom::new(7);
+//! let mut env = Env::new(Instant::from_secs(1), &mut rng);
+//!
+//! for _ in 0..4 {
+//!     let permit = breaker.admit(&mut env).unwrap();
+//!     permit.settle(&Verdict::Transient, &mut env);
+//! }
+//! assert_eq!(breaker.state(), CircuitState::Open);
+//! let refused = breaker.admit(&mut env).unwrap_err();
+//! assert_eq!(refused.reason(), RejectReason::CircuitOpen);
+//! assert_eq!(refused.retry_at(), Some(Instant::from_secs(6))); // the 5 s default wait
+//!
+//! env.now = Instant::from_secs(6);
+//! let probe = breaker.admit(&mut env).unwrap();
+//! assert!(probe.is_probe());
+//! assert_eq!(breaker.state(), CircuitState::HalfOpen);
+//! assert!(breaker.admit(&mut env).is_err(), "one probe at a time");
+//! probe.settle(&Verdict::Success, &mut env);
+//! assert_eq!(breaker.state(), CircuitState::Closed);
+//! ```
+//!
+//! # Example: one breaker in a `static`
+//!
+//! ```
+//! use resilix::breaker::{Breaker, Config};
+//! use resilix::permit::{Env, Permit, Policy};
+//! use resilix::random::SeededRandom;
+//! use resilix::time::Instant;
+//! use resilix::Verdict;
+//!
+//! static UPSTREAM: Breaker = match Breaker::new(Config::DEFAULT) {
+//!     Ok(breaker) => breaker,
+//!     Err(_) => panic!("invalid breaker configuration"),
+//! };
+//!
+//! let mut rng = SeededRandom::new(1);
+//! let mut env = Env::new(Instant::ZERO, &mut rng);
+//! let permit = UPSTREAM.admit(&mut env).unwrap();
+//! permit.settle(&Verdict::Success, &mut env);
+//! ```
+
+mod config;
+mod decide;
+mod window;
+mod word;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use core::time::Duration;
+
+pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
+pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
+pub use crate::observe::{CircuitState, TransitionCause};
+
+use self::decide::{Admission, Transition};
+use self::word::Word;
+use crate::observe::{Event, Observer};
+use crate::permit::{Env, Permit, Policy};
+use crate::random::Random;
+use crate::rejection::{RejectReason, Rejection};
+use crate::sync::{AtomicU32, Ordering};
+use crate::time::Instant;
+use crate::time::ticks::TickScale;
+use crate::verdict::Verdict;
+
+/// The default time window: 10 seconds (Hystrix's rolling statistics window), in 10 buckets.
+pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
+
+/// A circuit breaker counting outcomes in the window `W`.
+///
+/// `W` is [`TimeBuckets<B>`] (the last stretch of time in `B` buckets; the default is ten) or
+/// [`CallRing<WORDS>`] (the last N calls, 16 per word). Construct with [`Breaker::new`],
+/// [`Breaker::time_based`] or [`Breaker::count_based`]; all are `const fn`, so a breaker can
+/// live in a `static`.
+///
+/// ```
+/// use resilix::breaker::{Breaker, CallRing, Config};
+///
+/// // resilience4j's shape: the last 100 calls, at least 100 of them.
+/// let config = Config { minimum_calls: 100, ..Config::DEFAULT };
+/// let breaker: Breaker<CallRing<7>> = Breaker::count_based(config, 100).unwrap();
+/// assert!(Breaker::<CallRing<6>>::count_based(config, 100).is_err(), "6 words hold 96 calls");
+/// # let _ = breaker;
+/// ```
+#[derive(Debug)]
+pub struct Breaker<W = TimeBuckets<10>> {
+    config: Config,
+    scale: TickScale,
+    longest_wait: u32,
+    state: AtomicU32,
+    /// Tick word at which the current open wait ends; meaningful only while open.
+    open_until: AtomicU32,
+    /// Consecutive re-opens since the circuit last closed: how far the wait has grown.
+    reopens: AtomicU32,
+    consecutive_failures: AtomicU32,
+    window: W,
+}
+
+const fn checked(config: &Config) -> Result<(TickScale, u32), ConfigError> {
+    if let Err(e) = config.validate() {
+        return Err(e);
+    }
+    let longest = config.longest_open_wait();
+    let scale = TickScale::covering(longest);
+    Ok((scale, scale.ticks_in(longest)))
+}
+
+impl Breaker<TimeBuckets<10>> {
+    crate::sync::const_fn_unless_loom! {
+        /// A breaker over the default window ([`DEFAULT_WINDOW`] in ten buckets), or the reason
+        /// `config` is invalid.
+        ///
+        /// ```
+        /// use resilix::breaker::{Breaker, CircuitState, Config};
+        ///
+        /// let breaker = Breaker::new(Config::DEFAULT).unwrap();
+        /// assert_eq!(breaker.state(), CircuitState::Closed);
+        /// ```
+        pub fn new(config: Config) -> Result<Self, ConfigError> {
+            Self::time_based(config, DEFAULT_WINDOW)
+        }
+    }
+}
+
+impl<const B: usize> Breaker<TimeBuckets<B>> {
+    crate::sync::const_fn_unless_loom! {
+        /// A breaker counting the last `length` of time in `B` buckets (the oldest bucket slides
+        /// out whole, so the window covers between `length × (B-1)/B` and `length`).
+        ///
+        /// ```
+        /// use core::time::Duration;
+        /// use resilix::breaker::{Breaker, Config, TimeBuckets};
+        ///
+        /// // Polly's shape: 30 s sampled in 10 windows, at least 100 calls, above 10 %.
+        /// let config = Config { failure_rate_above_percent: Some(10), minimum_calls: 100, ..Config::DEFAULT };
+        /// let breaker: Breaker<TimeBuckets<10>> =
+        ///     Breaker::time_based(config, Duration::from_secs(30)).unwrap();
+        /// # let _ = breaker;
+        /// ```
+        pub fn time_based(config: Config, length: Duration) -> Result<Self, ConfigError> {
+            let (scale, longest_wait) = match checked(&config) {
+                Ok(parts) => parts,
+                Err(e) => return Err(e),
+            };
+            if B == 0 || length.is_zero() {
+                return Err(ConfigError::WindowEmpty);
+            }
+            Ok(Breaker {
+                config,
+                scale,
+                longest_wait,
+                state: AtomicU32::new(Word::INITIAL.pack()),
+                open_until: AtomicU32::new(0),
+                reopens: AtomicU32::new(0),
+                consecutive_failures: AtomicU32::new(0),
+                window: TimeBuckets::new(length),
+            })
+        }
+    }
+}
+
+impl<const WORDS: usize> Breaker<CallRing<WORDS>> {
+    crate::sync::const_fn_unless_loom! {
+        /// A breaker counting the last `calls` calls, `1..=16 × WORDS`. With a failure or
+        /// slow-call rate configured, `calls` must be at least `minimum_calls`.
+        pub fn count_based(config: Config, calls: u32) -> Result<Self, ConfigError> {
+            let (scale, longest_wait) = match checked(&config) {
+                Ok(parts) => parts,
+                Err(e) => return Err(e),
+            };
+            if calls == 0 {
+                return Err(ConfigError::WindowEmpty);
+            }
+            let capacity = CallRing::<WORDS>::CAPACITY;
+            if calls > capacity {
+                return Err(ConfigError::WindowAboveCapacity { calls, capacity });
+            }
+            let rates = config.failure_rate_above_percent.is_some() || config.slow_calls.is_some();
+            if rates && calls < config.minimum_calls {
+                return Err(ConfigError::WindowBelowMinimumCalls {
+                    calls,
+                    minimum_calls: config.minimum_calls,
+                });
+            }
+            Ok(Breaker {
+                config,
+                scale,
+                longest_wait,
+                state: AtomicU32::new(Word::INITIAL.pack()),
+                open_until: AtomicU32::new(0),
+                reopens: AtomicU32::new(0),
+                consecutive_failures: AtomicU32::new(0),
+                window: CallRing::new(calls),
+            })
+        }
+    }
+}
+
+impl<W: OutcomeWindow> Breaker<W> {
+    /// The state now (a snapshot: another thread may change it at once).
+    pub fn state(&self) -> CircuitState {
+        self.word().state
+    }
+
+    /// Half-open probes admitted and not yet settled or dropped (zero outside half-open).
+    pub fn probes_in_flight(&self) -> u32 {
+        self.word().in_flight as u32
+    }
+
+    /// The configuration, as validated.
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Holds the circuit open (isolation) until [`reset`](Self::reset) or
+    /// [`disable`](Self::disable): every call is refused with `circuit-open` and no retry-at.
+    /// Permits already issued settle as late outcomes (ignored). Emits one transition event
+    /// with cause [`TransitionCause::Operator`], unless it was already forced open.
+    ///
+    /// ```
+    /// use resilix::breaker::{Breaker, CircuitState, Config};
+    /// use resilix::permit::{Env, Policy};
+    /// use resilix::random::SeededRandom;
+    /// use resilix::time::Instant;
+    ///
+    /// let breaker = Breaker::new(Config::DEFAULT).unwrap();
+    /// let mut rng = SeededRandom::new(3);
+    /// let mut env = Env::new(Instant::ZERO, &mut rng);
+    /// breaker.force_open(&mut env);
+    /// assert!(breaker.admit(&mut env).is_err());
+    /// breaker.reset(&mut env);
+    /// assert_eq!(breaker.state(), CircuitState::Closed);
+    /// ```
+    pub fn force_open<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
+        self.operate(CircuitState::ForcedOpen, false, env);
+    }
+
+    /// Bypasses the breaker: every call is admitted and nothing is counted, until
+    /// [`reset`](Self::reset) or [`force_open`](Self::force_open). Emits one transition event
+    /// unless it was already disabled.
+    pub fn disable<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
+        self.operate(CircuitState::Disabled, false, env);
+    }
+
+    /// Closes the circuit afresh from any state: the window, the failure streak, the open-wait
+    /// growth and any half-open probes are forgotten (permits already issued become late).
+    /// Always emits one transition event, closed to closed included.
+    pub fn reset<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
+        self.operate(CircuitState::Closed, true, env);
+    }
+
+    fn word(&self) -> Word {
+        Word::unpack(self.state.load(Ordering::Acquire))
+    }
+
+    fn emit<R: Random + ?Sized, O: Observer + ?Sized>(&self, t: Transition, env: &Env<'_, R, O>) {
+        env.observer.on_event(&Event::CircuitTransition {
+            from: t.from,
+            to: t.to,
+            cause: t.cause,
+            at: env.now,
+        });
+    }
+
+    fn operate<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        to: CircuitState,
+        even_if_there: bool,
+        env: &mut Env<'_, R, O>,
+    ) {
+        let mut current = self.state.load(Ordering::Acquire);
+        loop {
+            let word = Word::unpack(current);
+            if word.state == to && !even_if_there {
+                return;
+            }
+            match self.state.compare_exchange(
+                current,
+                word.next(to).pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    if to == CircuitState::Closed {
+                        self.forget_history();
+                        self.reopens.store(0, Ordering::Relaxed);
+                    }
+                    self.emit(
+                        Transition {
+                            from: word.state,
+                            to,
+                            cause: TransitionCause::Operator,
+                        },
+                        env,
+                    );
+                    return;
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn forget_history(&self) {
+        self.window.clear();
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+    }
+
+    fn is_slow(&self, admitted_at: Instant, now: Instant) -> bool {
+        match self.config.slow_calls {
+            // Time that went backwards reads as no time at all: never slow.
+            Some(s) => now.saturating_duration_since(admitted_at) >= s.slower_than,
+            None => false,
+        }
+    }
+
+    /// Publishes the end of the open wait, then tries to move from `from` to open. The end is
+    /// written first so that no reader ever sees the new open state with a stale end.
+    fn open<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        from: u32,
+        next: Word,
+        reopens: u32,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), u32> {
+        let wait = decide::open_wait_nanos(&self.config, reopens, &mut *env.rng);
+        let ticks = self
+            .scale
+            .ticks_in(Duration::from_nanos(wait))
+            .clamp(1, self.longest_wait.max(1));
+        // The end as an instant, saturated: at the end of the timeline the wait ends there
+        // rather than past a time that can never come.
+        let until = self.scale.ticks(self.scale.instant_after(env.now, ticks));
+        self.open_until.store(until, Ordering::Release);
+        self.state
+            .compare_exchange(from, next.pack(), Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+    }
+
+    fn settle_counted<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        epoch: u32,
+        admitted_at: Instant,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        let current = self.state.load(Ordering::Acquire);
+        let word = Word::unpack(current);
+        if word.state != CircuitState::Closed || word.epoch != epoch || !verdict.is_counted() {
+            return;
+        }
+        let failed = verdict.is_failure();
+        let slow = self.is_slow(admitted_at, env.now);
+        self.window.record(env.now, failed, slow);
+        let streak = if failed {
+            self.consecutive_failures
+                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| {
+                    Some(n.saturating_add(1))
+                })
+                .unwrap_or_else(|n| n)
+                .saturating_add(1)
+        } else {
+            if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
+                self.consecutive_failures.store(0, Ordering::Relaxed);
+            }
+            0
+        };
+        // A success or a fast call can only lower the rates: no need to read the window.
+        if !(failed || slow) {
+            return;
+        }
+        let totals = self.window.totals(env.now);
+        if let Some(cause) = decide::trip_cause(totals, streak, &self.config)
+            && self
+                .open(current, word.next(CircuitState::Open), 0, env)
+                .is_ok()
+        {
+            self.emit(
+                Transition {
+                    from: CircuitState::Closed,
+                    to: CircuitState::Open,
+                    cause,
+                },
+                env,
+            );
+        }
+    }
+
+    fn settle_probe<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        epoch: u32,
+        succeeded: bool,
+        env: &mut Env<'_, R, O>,
+    ) {
+        let c = &self.config;
+        let mut current = self.state.load(Ordering::Acquire);
+        loop {
+            let word = Word::unpack(current);
+            let Some((next, transition)) = decide::probe_settled(
+                word,
+                epoch,
+                succeeded,
+                c.half_open_probes,
+                c.probes_to_close,
+            ) else {
+                return;
+            };
+            let reopens = self.reopens.load(Ordering::Relaxed);
+            let swapped = match transition {
+                Some(t) if t.to == CircuitState::Open => {
+                    self.open(current, next, reopens.saturating_add(1), env)
+                }
+                other => {
+                    if other.is_some() {
+                        // Nothing records while half-open, so clearing before the swap loses no
+                        // call of the new closed epoch.
+                        self.forget_history();
+                    }
+                    self.state
+                        .compare_exchange(current, next.pack(), Ordering::AcqRel, Ordering::Acquire)
+                        .map(|_| ())
+                }
+            };
+            match swapped {
+                Ok(()) => {
+                    if let Some(t) = transition {
+                        let grown = if t.to == CircuitState::Open {
+                            reopens.saturating_add(1)
+                        } else {
+                            0
+                        };
+                        self.reopens.store(grown, Ordering::Relaxed);
+                        self.emit(t, env);
+                    }
+                    return;
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    fn drop_probe(&self, epoch: u32) {
+        let mut current = self.state.load(Ordering::Acquire);
+        while let Some(next) = decide::probe_dropped(Word::unpack(current), epoch) {
+            match self.state.compare_exchange(
+                current,
+                next.pack(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+impl<W: OutcomeWindow> Policy for Breaker<W> {
+    type Permit<'a>
+        = BreakerPermit<'a, W>
+    where
+        Self: 'a;
+
+    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
+        &'a self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<BreakerPermit<'a, W>, Rejection> {
+        let now = self.scale.ticks(env.now);
+        let mut current = self.state.load(Ordering::Acquire);
+        loop {
+            let word = Word::unpack(current);
+            // Every wait ends by the end of the timeline (its end is saturated there), but the
+            // tick word cannot tell: at `Instant::MAX`, where time can no longer move, the
+            // wait is over.
+            let open_until = if env.now == Instant::MAX {
+                now
+            } else {
+                self.open_until.load(Ordering::Acquire)
+            };
+            let permit = |role, epoch| BreakerPermit {
+                breaker: Some(self),
+                epoch,
+                role,
+                admitted_at: env.now,
+            };
+            match decide::admission(
+                word,
+                now,
+                open_until,
+                self.longest_wait,
+                self.config.half_open_probes,
+            ) {
+                Admission::Counted => return Ok(permit(Role::Counted, word.epoch)),
+                Admission::Bypass => return Ok(permit(Role::Bypass, word.epoch)),
+                Admission::Refuse { wait: Some(ticks) } => {
+                    let at = self.scale.instant_after(env.now, ticks);
+                    return Err(Rejection::until(RejectReason::CircuitOpen, at));
+                }
+                Admission::Refuse { wait: None } => {
+                    return Err(Rejection::new(RejectReason::CircuitOpen));
+                }
+                Admission::Probe { next, transition } => {
+                    match self.state.compare_exchange(
+                        current,
+                        next.pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => {
+                            let p = permit(Role::Probe, next.epoch);
+                            if let Some(t) = transition {
+                                self.emit(t, env);
+                            }
+                            return Ok(p);
+                        }
+                        Err(actual) => current = actual,
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    /// Closed: the outcome goes into the window.
+    Counted,
+    /// Half-open: the outcome decides the circuit; a drop frees the slot.
+    Probe,
+    /// Disabled: nothing is recorded.
+    Bypass,
+}
+
+/// A call admitted by a [`Breaker`]. Settle it with the call's verdict; drop it to cancel (a
+/// probe's slot is freed; nothing is recorded).
+///
+/// It carries the epoch of the state that issued it: if the breaker has changed state since,
+/// its outcome is late and ignored.
+#[must_use = "settle the permit with the call's verdict; dropping it records a cancellation"]
+#[derive(Debug)]
+pub struct BreakerPermit<'a, W: OutcomeWindow> {
+    breaker: Option<&'a Breaker<W>>,
+    epoch: u32,
+    role: Role,
+    admitted_at: Instant,
+}
+
+impl<W: OutcomeWindow> BreakerPermit<'_, W> {
+    /// Whether this call is a half-open probe: its outcome decides whether the circuit closes.
+    pub fn is_probe(&self) -> bool {
+        self.role == Role::Probe
+    }
+
+    /// When the call was admitted.
+    pub const fn admitted_at(&self) -> Instant {
+        self.admitted_at
+    }
+}
+
+impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
+    fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
+        mut self,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        let Some(breaker) = self.breaker.take() else {
+            return;
+        };
+        match self.role {
+            Role::Bypass => {}
+            Role::Counted => breaker.settle_counted(self.epoch, self.admitted_at, verdict, env),
+            // `Rejected` counts for nothing: the probe never reached the upstream.
+            Role::Probe if !verdict.is_counted() => breaker.drop_probe(self.epoch),
+            Role::Probe => {
+                let succeeded = verdict.is_accept() && !breaker.is_slow(self.admitted_at, env.now);
+                breaker.settle_probe(self.epoch, succeeded, env);
+            }
+        }
+    }
+}
+
+impl<W: OutcomeWindow> Drop for BreakerPermit<'_, W> {
+    fn drop(&mut self) {
+        if let Some(breaker) = self.breaker.take()
+            && self.role == Role::Probe
+        {
+            breaker.drop_probe(self.epoch);
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The adaptive concurrency limiter: infers how many calls may be in flight to an upstream
+//! from the latency it observes, instead of a constant someone chose once (the essay's lesson
+//! from Hystrix's fixed thread pools).
+//!
+//! * Admission is exact: the in-flight count is a compare-and-swap counter, and a call is
+//!   refused with [`RejectReason::LimiterFull`] when `in_flight ≥ limit`.
+//! * Outcomes feed a window (see `sample.rs`): `Success` and `Answered` give a latency sample
+//!   (`now − admitted_at`); `Overload` and `Timeout` are drops, a congestion signal whose
+//!   latency is never sampled; `Transient` gives nothing (a reset or a 500 says nothing about
+//!   queueing); `Rejected` and cancelled (dropped) permits give nothing and only hand their
+//!   slot back (concurrency-limits #146).
+//! * Once per window the thread that wins the window's close runs the algorithm
+//!   ([`Gradient2`] by default, [`Vegas`], [`Aimd`]) and stores the new limit, in Q24.8 fixed
+//!   point in one `AtomicU32`; [`Event::LimitChanged`] reports whole-call changes.
+//! * App-limited guard: no algorithm grows the limit from a window whose peak in-flight count
+//!   was below half the limit.
+//! * The queue zone (see [`Zone`]): [`Limiter::admit_or_queue`] lets a call beyond the limit
+//!   wait, up to `limit × queue_factor` calls in all, shedding on a deterministic ladder.
+//!
+//! ```
+//! use core::time::Duration;
+//! use resilix::limiter::{Limiter, LimiterConfig};
+//! use resilix::permit::{Env, Permit, Policy};
+//! use resilix::random::SeededRandom;
+//! use resilix::time::Instant;
+//! use resilix::{RejectReason, Verdict};
+//!
+//! static LIMITER: Limiter = match Limiter::new(LimiterConfig {
+//!     initial_limit: 2,
+//!     min_limit: 1,
+//!     ..LimiterConfig::gradient2()
+//! }) {
+//!     Ok(l) => l,
+//!     Err(_) => panic!("invalid limiter config"),
+//! };
+//!
+//! let mut rng = SeededRandom::new(5);
+//! let mut env = Env::new(Instant::ZERO, &mut rng);
+//! let a = LIMITER.admit(&mut env).unwrap();
+//! let b = LIMITER.admit(&mut env).unwrap();
+//! let refused = LIMITER.admit(&mut env).unwrap_err();
+//! assert_eq!(refused.reason(), RejectReason::LimiterFull);
+//! drop(b); // cancelled: the slot comes back, no sample is recorded
+//! env.now = Instant::from_millis(20);
+//! a.settle(&Verdict::Success, &mut env); // a 20 ms latency sample
+//! assert_eq!(LIMITER.in_flight(), 0);
+//! ```
+
+mod aimd;
+mod config;
+mod fixed;
+mod gradient2;
+mod sample;
+mod vegas;
+mod zone;
+
+pub use aimd::Aimd;
+pub use config::{Algorithm, LimiterConfig, LimiterConfigError, MAX_LIMIT, MAX_WINDOW};
+pub use fixed::Rtt;
+pub use gradient2::Gradient2;
+pub use vegas::Vegas;
+pub use zone::Zone;
+
+use config::Rule;
+use fixed::CALL;
+use sample::{Baseline, SampleWindow};
+
+use crate::observe::{Event, Observer};
+use crate::permit::{Env, Permit, Policy};
+use crate::random::Random;
+use crate::rejection::{RejectReason, Rejection};
+use crate::slots::Slots;
+use crate::sync::{AtomicU32, Ordering};
+use crate::time::Instant;
+use crate::time::ticks::TickScale;
+use crate::verdict::Verdict;
+
+/// "No window RTT seen since the last refresh."
+const NO_RTT: u32 = u32::MAX;
+
+/// An adaptive concurrency limiter. See the [module docs](self).
+#[derive(Debug)]
+pub struct Limiter {
+    rule: Rule,
+    scale: TickScale,
+    min_window: u32,
+    max_window: u32,
+    window_samples: u32,
+    min_rtt_us: u32,
+    probe_multiplier: u32,
+    queue_factor: u32,
+    queue_rungs: u32,
+    /// The limit in force, Q24.8.
+    limit: AtomicU32,
+    in_flight: Slots,
+    waiting: Slots,
+    tickets: AtomicU32,
+    window: SampleWindow,
+    baseline_rtt: AtomicU32,
+    baseline_count: AtomicU32,
+    recent_min_rtt: AtomicU32,
+    windows_to_refresh: AtomicU32,
+}
+
+impl Limiter {
+    crate::sync::const_fn_unless_loom! {
+        /// A limiter from `config`, or why the config is invalid.
+        pub fn new(config: LimiterConfig) -> Result<Limiter, LimiterConfigError> {
+            let rule = match config::compile(&config) {
+                Ok(r) => r,
+                Err(e) => return Err(e),
+            };
+            let scale = TickScale::covering(config.max_window);
+            let min_window = scale.ticks_in(config.min_window);
+            let micros = config.min_rtt.as_micros();
+            Ok(Limiter {
+                rule,
+                scale,
+                min_window,
+                max_window: scale.ticks_in(config.max_window),
+                window_samples: config.window_samples,
+                min_rtt_us: if micros > u32::MAX as u128 { u32::MAX } else { micros as u32 },
+                probe_multiplier: config.probe_multiplier,
+                queue_factor: fixed::ratio_from_f32(config.queue_factor) >> 8,
+                queue_rungs: config.queue_rungs,
+                limit: AtomicU32::new(config.initial_limit * CALL),
+                in_flight: Slots::new(),
+                waiting: Slots::new(),
+                tickets: AtomicU32::new(0),
+                window: SampleWindow::new(min_window),
+                baseline_rtt: AtomicU32::new(0),
+                baseline_count: AtomicU32::new(0),
+                recent_min_rtt: AtomicU32::new(NO_RTT),
+                windows_to_refresh: AtomicU32::new(
+                    first_refresh(config.probe_multiplier, config.initial_limit),
+                ),
+            })
+        }
+    }
+
+    /// The limit in force, in whole calls.
+    pub fn limit(&self) -> u32 {
+        self.limit.load(Ordering::Acquire) / CALL
+    }
+
+    /// The limit in force with its fraction, in 256ths of a call (Q24.8).
+    pub fn limit_fixed(&self) -> u32 {
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// Calls admitted and not yet settled or dropped (a snapshot).
+    pub fn in_flight(&self) -> u32 {
+        self.in_flight.held()
+    }
+
+    /// Calls holding a waiting place in the queue zone (a snapshot).
+    pub fn waiting(&self) -> u32 {
+        self.waiting.held()
+    }
+
+    /// The baseline latency the algorithm compares with (zero before the first window).
+    pub fn baseline(&self) -> Rtt {
+        Rtt(self.baseline_rtt.load(Ordering::Acquire))
+    }
+
+    /// Which zone a call arriving now would be in (a snapshot; [`Limiter::admit_or_queue`]
+    /// decides atomically).
+    pub fn zone(&self) -> Zone {
+        let limit = self.limit();
+        zone::zone(
+            self.in_flight(),
+            self.waiting(),
+            limit,
+            zone::room(limit, self.queue_factor),
+            self.queue_rungs,
+        )
+    }
+
+    /// Admits now, or hands out a waiting place in the queue zone, or refuses.
+    ///
+    /// A waiting place is bounded (at most `⌊limit × (queue_factor − 1)⌋` are held at once)
+    /// and is not a slot: the adapter waits, bounded by the caller's deadline, and calls
+    /// [`QueuePlace::try_admit`] when a slot may have freed. Dropping the place gives it back.
+    ///
+    /// ```
+    /// use resilix::limiter::{Admission, Limiter, LimiterConfig};
+    /// use resilix::permit::Env;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::time::Instant;
+    ///
+    /// let limiter = Limiter::new(LimiterConfig {
+    ///     initial_limit: 1, min_limit: 1, queue_factor: 2.0, ..LimiterConfig::gradient2()
+    /// }).unwrap();
+    /// let mut rng = SeededRandom::new(1);
+    /// let mut env = Env::new(Instant::ZERO, &mut rng);
+    /// let Admission::Admitted(first) = limiter.admit_or_queue(&mut env) else { panic!() };
+    /// let Admission::Wait(place) = limiter.admit_or_queue(&mut env) else { panic!() };
+    /// assert!(matches!(limiter.admit_or_queue(&mut env), Admission::Refused(_)));
+    /// drop(first);
+    /// let _second = place.try_admit(&mut env).ok().expect("the slot freed");
+    /// ```
+    pub fn admit_or_queue<'a, R: Random + ?Sized, O: Observer + ?Sized>(
+        &'a self,
+        env: &mut Env<'_, R, O>,
+    ) -> Admission<'a> {
+        let limit = self.limit();
+        if let Ok(n) = self.in_flight.try_acquire(limit) {
+            return Admission::Admitted(self.permit(env.now, n, limit));
+        }
+        let room = zone::room(limit, self.queue_factor);
+        let refused = Admission::Refused(Rejection::new(RejectReason::LimiterFull));
+        match zone::zone(limit, self.waiting(), limit, room, self.queue_rungs) {
+            Zone::Queue { rung, rungs } => {
+                let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+                if zone::sheds(rung, rungs, ticket) {
+                    return refused;
+                }
+                match self.waiting.try_acquire(room) {
+                    Ok(_) => Admission::Wait(QueuePlace { limiter: self }),
+                    Err(_) => refused,
+                }
+            }
+            _ => refused,
+        }
+    }
+
+    fn permit(&self, now: Instant, in_flight: u32, limit: u32) -> LimiterPermit<'_> {
+        LimiterPermit {
+            limiter: self,
+            admitted_at: now,
+            in_flight,
+            limit,
+        }
+    }
+
+    fn record<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        admitted_at: Instant,
+        in_flight: u32,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        match verdict {
+            Verdict::Success | Verdict::Answered => {
+                let micros = (env.now - admitted_at).as_micros();
+                let micros = if micros > u32::MAX as u128 {
+                    u32::MAX
+                } else {
+                    micros as u32
+                };
+                if micros < self.min_rtt_us {
+                    return;
+                }
+                self.window.add_latency(micros, in_flight);
+            }
+            Verdict::Overload { .. } | Verdict::Timeout => self.window.add_drop(in_flight),
+            Verdict::Transient | Verdict::Rejected(_) => return,
+        }
+        self.close_window(env);
+    }
+
+    /// Runs the algorithm if the window may close and this thread wins the close.
+    fn close_window<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
+        let now = self.scale.ticks(env.now);
+        let scale = self.scale;
+        let Some((summary, closing)) =
+            self.window
+                .try_close(now, |a, b| scale.elapsed(a, b), self.window_samples)
+        else {
+            return;
+        };
+        let old = self.limit.load(Ordering::Relaxed);
+        let base = Baseline {
+            rtt: Rtt(self.baseline_rtt.load(Ordering::Relaxed)),
+            count: self.baseline_count.load(Ordering::Relaxed),
+        };
+        let (new, mut base) = self.rule.update(old, base, &summary);
+        if let Some(rtt) = summary.rtt {
+            let recent = self.recent_min_rtt.load(Ordering::Relaxed);
+            self.recent_min_rtt
+                .store(recent.min(rtt.0), Ordering::Relaxed);
+            let twice = scale.ticks_in(rtt.as_duration()).saturating_mul(2);
+            closing.set_length(twice.clamp(self.min_window, self.max_window));
+        }
+        if self.probe_multiplier > 0 {
+            let left = self.windows_to_refresh.load(Ordering::Relaxed);
+            let next = if left <= 1 {
+                let recent = self.recent_min_rtt.swap(NO_RTT, Ordering::Relaxed);
+                if recent != NO_RTT && !matches!(self.rule, Rule::Aimd(_)) {
+                    base.rtt = Rtt(recent);
+                    base.count = base.count.max(gradient2::WARMUP);
+                }
+                let span = (self.probe_multiplier as u64) * ((new / CALL).max(1) as u64);
+                let half = span / 2;
+                fixed::sat(half + env.rng.below(span - half)).max(1)
+            } else {
+                left - 1
+            };
+            self.windows_to_refresh.store(next, Ordering::Relaxed);
+        }
+        self.baseline_rtt.store(base.rtt.0, Ordering::Relaxed);
+        self.baseline_count.store(base.count, Ordering::Relaxed);
+        self.limit.store(new, Ordering::Release);
+        drop(closing);
+        if old / CALL != new / CALL {
+            env.observer.on_event(&Event::LimitChanged {
+                from: old / CALL,
+                to: new / CALL,
+            });
+        }
+    }
+}
+
+/// The first refresh, before any randomness is at hand: the middle of `U[0.5, 1)·m·limit`.
+const fn first_refresh(multiplier: u32, initial: u32) -> u32 {
+    let w = (multiplier as u64 * initial as u64 * 3 / 4) as u32;
+    if w == 0 { 1 } else { w }
+}
+
+impl Policy for Limiter {
+    type Permit<'a> = LimiterPermit<'a>;
+
+    fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
+        &'a self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<LimiterPermit<'a>, Rejection> {
+        let limit = self.limit();
+        match self.in_flight.try_acquire(limit) {
+            Ok(n) => Ok(self.permit(env.now, n, limit)),
+            Err(_) => Err(Rejection::new(RejectReason::LimiterFull)),
+        }
+    }
+}
+
+/// What [`Limiter::admit_or_queue`] decided.
+#[derive(Debug)]
+#[must_use = "a waiting place or permit is given back when dropped"]
+pub enum Admission<'a> {
+    /// Under the limit: go now.
+    Admitted(LimiterPermit<'a>),
+    /// In the queue zone: wait, bounded by the deadline, then [`QueuePlace::try_admit`].
+    Wait(QueuePlace<'a>),
+    /// Beyond the queue zone, or shed by the ladder.
+    Refused(Rejection),
+}
+
+/// A place in the limiter's waiting room. Dropping it gives the place back.
+#[derive(Debug)]
+#[must_use = "dropping a waiting place gives it back"]
+pub struct QueuePlace<'a> {
+    limiter: &'a Limiter,
+}
+
+impl<'a> QueuePlace<'a> {
+    /// Takes an in-flight slot if one is free under the current limit, giving the waiting place
+    /// back; otherwise returns the place to keep waiting with.
+    pub fn try_admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<LimiterPermit<'a>, QueuePlace<'a>> {
+        let limiter = self.limiter;
+        let limit = limiter.limit();
+        match limiter.in_flight.try_acquire(limit) {
+            Ok(n) => {
+                drop(self);
+                Ok(limiter.permit(env.now, n, limit))
+            }
+            Err(_) => Err(self),
+        }
+    }
+}
+
+impl Drop for QueuePlace<'_> {
+    fn drop(&mut self) {
+        self.limiter.waiting.release();
+    }
+}
+
+/// An admitted call's in-flight slot. Settle it with the verdict, or drop it to cancel (the
+/// slot comes back and no sample is recorded).
+#[derive(Debug)]
+#[must_use = "settle the permit with the call's verdict; dropping it records a cancellation"]
+pub struct LimiterPermit<'a> {
+    limiter: &'a Limiter,
+    admitted_at: Instant,
+    in_flight: u32,
+    limit: u32,
+}
+
+impl LimiterPermit<'_> {
+    /// Calls in flight at admission, this one included.
+    pub fn in_flight_at_admission(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// The limit in force when this call was admitted.
+    pub fn limit_at_admission(&self) -> u32 {
+        self.limit
+    }
+
+    /// When this call was admitted.
+    pub fn admitted_at(&self) -> Instant {
+        self.admitted_at
+    }
+}
+
+impl Permit for LimiterPermit<'_> {
+    fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
+        self,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        let (limiter, admitted_at, in_flight) = (self.limiter, self.admitted_at, self.in_flight);
+        drop(self); // gives the slot back
+        limiter.record(admitted_at, in_flight, verdict, env);
+    }
+}
+
+impl Drop for LimiterPermit<'_> {
+    fn drop(&mut self) {
+        self.limiter.in_flight.release();
+    }
+}

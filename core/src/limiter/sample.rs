@@ -1,0 +1,283 @@
+//! Windowed sampling, as Netflix's `WindowedLimit`: outcomes accumulate in a window, and the
+//! limit algorithm runs once per window on its summary, never per call.
+//!
+//! A window closes at the first settle that finds it both old enough and full enough: at least
+//! `window length` since it opened and at least `window_samples` outcomes (latency samples plus
+//! drops). Its length is `clamp(2 · average RTT, min_window, max_window)` (Netflix; defaults
+//! 1 s, 1 s, 10 samples). Latency samples below `min_rtt` (Netflix: 100 µs) are discarded, as
+//! upstream does: such a call did no real work upstream (a cache hit, a local error).
+//!
+//! Unlike upstream, a window that is old but not yet full keeps accumulating instead of being
+//! thrown away, so a low-traffic limiter still updates (more slowly) instead of never.
+//!
+//! # How the aggregation is approximate
+//!
+//! The window is five `AtomicU32`s updated with independent `fetch_add`/`fetch_max`: the sum of
+//! latencies in microseconds, the sample count, the drop count and the peak in-flight count,
+//! plus the opening tick. Closing swaps each counter to zero one after another, so a settle
+//! racing with the close can land its latency in the closing window and its count in the next
+//! (or the reverse): each racing settle skews one window's average by at most one sample. Only
+//! the thread that wins the close (a compare-and-swap on the `closing` flag, never waited on)
+//! runs the algorithm, so the limit and the baseline have a single writer. The latency sum
+//! saturates at 2^32 µs (71 min); a window whose sum passes 2^31 µs closes at once, whatever its
+//! age, so its average stays exact.
+//!
+//! # The baseline and its refresh (concurrency-limits #165)
+//!
+//! Gradient2 compares with a long-term RTT, Vegas with a no-load RTT: a [`Baseline`]. Left
+//! alone, a long-lived limiter keeps a stale one: Vegas's minimum never rises after the upstream
+//! permanently slows (the limit then sits at its floor forever), and Gradient2's average creeps
+//! up under sustained overload (the limit then grows without bound, #134). So every
+//! `U[0.5, 1) · probe_multiplier · limit` windows (Netflix Vegas's probe schedule, 30 by
+//! default, jittered from the caller's randomness) the baseline is reset to the lowest window RTT
+//! seen since the previous refresh: a measured no-load latency from the recent past, not the
+//! all-time minimum nor a possibly loaded current value.
+
+use super::fixed::Rtt;
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
+
+/// The latency a limit algorithm compares each window with, and how many windows formed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Baseline {
+    pub(crate) rtt: Rtt,
+    pub(crate) count: u32,
+}
+
+/// What one window tells a limit algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WindowSummary {
+    /// Average latency of the window's samples; `None` if it had only drops.
+    pub(crate) rtt: Option<Rtt>,
+    /// The most calls in flight at any admission whose outcome the window holds.
+    pub(crate) max_in_flight: u32,
+    /// Whether any call in the window was a drop (`Overload`, `Timeout`).
+    pub(crate) dropped: bool,
+}
+
+/// A latency sum at which a window closes regardless of age (half of `u32::MAX` µs).
+const SUM_CLOSE_US: u32 = 1 << 31;
+
+/// Whether a window may close: the pure rule, apart from the atomics.
+pub(crate) const fn is_ready(
+    elapsed_ticks: u32,
+    length_ticks: u32,
+    outcomes: u32,
+    min_outcomes: u32,
+    rtt_sum_us: u32,
+) -> bool {
+    outcomes > 0
+        && ((elapsed_ticks >= length_ticks && outcomes >= min_outcomes)
+            || rtt_sum_us >= SUM_CLOSE_US)
+}
+
+/// The average of `samples` latencies summing to `sum_us` microseconds.
+pub(crate) const fn average(sum_us: u32, samples: u32) -> Option<Rtt> {
+    if samples == 0 {
+        None
+    } else {
+        Some(Rtt(super::fixed::sat(sum_us as u64 * 16 / samples as u64)))
+    }
+}
+
+/// The accumulating window, in atomics.
+#[derive(Debug)]
+pub(crate) struct SampleWindow {
+    opened: AtomicU32,
+    length: AtomicU32,
+    rtt_sum_us: AtomicU32,
+    samples: AtomicU32,
+    drops: AtomicU32,
+    max_in_flight: AtomicU32,
+    closing: AtomicBool,
+}
+
+impl SampleWindow {
+    crate::sync::const_fn_unless_loom! {
+        /// An empty window opened at tick 0, `length` ticks long.
+        pub(crate) fn new(length: u32) -> Self {
+            SampleWindow {
+                opened: AtomicU32::new(0),
+                length: AtomicU32::new(length),
+                rtt_sum_us: AtomicU32::new(0),
+                samples: AtomicU32::new(0),
+                drops: AtomicU32::new(0),
+                max_in_flight: AtomicU32::new(0),
+                closing: AtomicBool::new(false),
+            }
+        }
+    }
+
+    /// Adds one latency sample.
+    pub(crate) fn add_latency(&self, micros: u32, in_flight: u32) {
+        let _ = self
+            .rtt_sum_us
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                Some(s.saturating_add(micros))
+            });
+        self.samples.fetch_add(1, Ordering::Relaxed);
+        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+    }
+
+    /// Adds one drop.
+    pub(crate) fn add_drop(&self, in_flight: u32) {
+        self.drops.fetch_add(1, Ordering::Relaxed);
+        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+    }
+
+    fn ready(&self, now: u32, elapsed: impl Fn(u32, u32) -> u32, min_outcomes: u32) -> bool {
+        let outcomes = self
+            .samples
+            .load(Ordering::Relaxed)
+            .saturating_add(self.drops.load(Ordering::Relaxed));
+        is_ready(
+            elapsed(self.opened.load(Ordering::Relaxed), now),
+            self.length.load(Ordering::Relaxed),
+            outcomes,
+            min_outcomes,
+            self.rtt_sum_us.load(Ordering::Relaxed),
+        )
+    }
+
+    /// If the window may close at tick `now` and this thread wins the right to close it,
+    /// empties it, reopens it at `now` and returns its summary with the close guard. Never
+    /// waits: a loser returns `None` and the winner does the work.
+    pub(crate) fn try_close(
+        &self,
+        now: u32,
+        elapsed: impl Fn(u32, u32) -> u32,
+        min_outcomes: u32,
+    ) -> Option<(WindowSummary, Closing<'_>)> {
+        if !self.ready(now, &elapsed, min_outcomes) {
+            return None;
+        }
+        // Acquire: see the limit and baseline the previous closer stored before releasing.
+        if self
+            .closing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        let guard = Closing { window: self };
+        if !self.ready(now, &elapsed, min_outcomes) {
+            return None; // another closer got here first; the guard releases the flag
+        }
+        self.opened.store(now, Ordering::Relaxed);
+        let sum = self.rtt_sum_us.swap(0, Ordering::Relaxed);
+        let samples = self.samples.swap(0, Ordering::Relaxed);
+        let drops = self.drops.swap(0, Ordering::Relaxed);
+        let max_in_flight = self.max_in_flight.swap(0, Ordering::Relaxed);
+        let summary = WindowSummary {
+            rtt: average(sum, samples),
+            max_in_flight,
+            dropped: drops > 0,
+        };
+        Some((summary, guard))
+    }
+}
+
+/// The right to close the window, held by one thread at a time; dropping it gives it back.
+pub(crate) struct Closing<'w> {
+    window: &'w SampleWindow,
+}
+
+impl Closing<'_> {
+    /// Sets the next window's length (the closer decides it from the closed window's RTT).
+    pub(crate) fn set_length(&self, ticks: u32) {
+        self.window.length.store(ticks, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        // Release: the next closer sees the limit and baseline this one stored.
+        self.window.closing.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn wrapping(since: u32, now: u32) -> u32 {
+        now.wrapping_sub(since)
+    }
+
+    #[test]
+    fn readiness_needs_age_and_outcomes_or_a_huge_sum() {
+        assert!(!is_ready(100, 100, 0, 0, 0), "an empty window never closes");
+        assert!(!is_ready(99, 100, 10, 10, 5));
+        assert!(!is_ready(100, 100, 9, 10, 5));
+        assert!(is_ready(100, 100, 10, 10, 5));
+        assert!(
+            is_ready(0, 100, 1, 10, SUM_CLOSE_US),
+            "a saturating sum closes it early"
+        );
+        assert!(is_ready(u32::MAX, 0, 1, 1, 0));
+    }
+
+    #[test]
+    fn average_in_sixteenths() {
+        assert_eq!(average(0, 0), None);
+        assert_eq!(average(30, 3), Some(Rtt::from_micros(10)));
+        assert_eq!(average(1, 2), Some(Rtt(8)), "half a microsecond is kept");
+        assert_eq!(average(u32::MAX, 1), Some(Rtt(u32::MAX)));
+    }
+
+    #[test]
+    fn close_summarises_then_reopens_empty() {
+        let w = SampleWindow::new(10);
+        w.add_latency(100, 3);
+        w.add_latency(300, 7);
+        w.add_drop(9);
+        assert!(w.try_close(5, wrapping, 3).is_none(), "too young");
+        assert!(w.try_close(10, wrapping, 4).is_none(), "too few");
+        let (s, guard) = w.try_close(10, wrapping, 3).unwrap();
+        assert_eq!(
+            s,
+            WindowSummary {
+                rtt: Some(Rtt::from_micros(200)),
+                max_in_flight: 9,
+                dropped: true
+            }
+        );
+        assert!(
+            w.try_close(1_000, wrapping, 0).is_none(),
+            "held by the first closer, and empty"
+        );
+        guard.set_length(50);
+        drop(guard);
+        w.add_latency(1, 1);
+        assert!(
+            w.try_close(59, wrapping, 1).is_none(),
+            "reopened at 10, 50 long"
+        );
+        assert!(w.try_close(60, wrapping, 1).is_some());
+    }
+
+    #[test]
+    fn backwards_time_closes_early_never_sticks() {
+        let w = SampleWindow::new(10);
+        w.add_latency(1, 1);
+        let (_, g) = w.try_close(100, wrapping, 1).unwrap();
+        drop(g);
+        w.add_latency(1, 1);
+        assert!(
+            w.try_close(50, wrapping, 1).is_some(),
+            "backwards reads as a long time"
+        );
+    }
+
+    #[test]
+    fn sums_saturate() {
+        let w = SampleWindow::new(u32::MAX);
+        w.add_latency(u32::MAX, 1);
+        w.add_latency(u32::MAX, 1);
+        let (s, _) = w.try_close(0, wrapping, 1).unwrap();
+        assert_eq!(
+            s.rtt,
+            Some(Rtt(u32::MAX)),
+            "a saturated sum gives the longest RTT"
+        );
+    }
+}
