@@ -50,6 +50,8 @@ pub const ALL: &[Check] = &[
     Check { name: "classify_http", run: scenarios::classify::http, expected: expected::CLASSIFY_HTTP },
     Check { name: "retry_after_parse", run: scenarios::classify::retry_after, expected: expected::RETRY_AFTER_PARSE },
     Check { name: "histogram", run: scenarios::histogram::quantiles, expected: expected::HISTOGRAM },
+    Check { name: "breaker_states", run: scenarios::breaker::states, expected: expected::BREAKER_STATES },
+    Check { name: "limiter_adapts", run: scenarios::limiter::adapts, expected: expected::LIMITER_ADAPTS },
 ];
 
 /// Runs every check, reporting each result to `report`; returns how many failed.

@@ -1,8 +1,10 @@
 //! One module per part of the core. Each scenario records numbers, never text, so a trace is
 //! cheap on a Cortex-M0 and compares exactly.
 
+pub(crate) mod breaker;
 pub(crate) mod classify;
 pub(crate) mod histogram;
+pub(crate) mod limiter;
 pub(crate) mod pipeline;
 pub(crate) mod random;
 pub(crate) mod time;
