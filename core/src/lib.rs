@@ -49,8 +49,10 @@ pub mod observe;
 pub mod permit;
 pub mod pipeline;
 pub mod random;
+pub mod rate_limit;
 pub mod rejection;
 pub mod retry;
+pub mod throttler;
 pub mod time;
 pub mod verdict;
 

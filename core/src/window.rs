@@ -137,6 +137,56 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         sums
     }
 
+    /// Adds one to counter `index` in the bucket for `now` only if the window total of that
+    /// counter stays at or below `limit(totals)`; answers whether it did.
+    ///
+    /// Exact among callers in the same bucket period: the increment is a compare-and-swap on
+    /// the current bucket's counter from the value the limit was checked against, and no other
+    /// bucket's count can grow meanwhile. Callers passing `now`s in different periods (or a
+    /// boundary claim, as in [`add`](Self::add)) can each pass once against a stale view.
+    pub(crate) fn try_add_one(
+        &self,
+        now: Instant,
+        index: usize,
+        limit: impl Fn(&[u32; C]) -> u32,
+    ) -> bool {
+        if B == 0 || index >= C {
+            return false;
+        }
+        let period = self.period(now);
+        let bucket = &self.buckets[period as usize % B];
+        let seen = bucket.period.load(Ordering::Acquire);
+        if seen != period
+            && bucket
+                .period
+                .compare_exchange(seen, period, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            for c in &bucket.counts {
+                c.store(0, Ordering::Release);
+            }
+        }
+        let counter = &bucket.counts[index];
+        let mut current = counter.load(Ordering::Acquire);
+        loop {
+            let totals = self.totals(now);
+            // The totals were read after `current`; the others' share excludes this bucket.
+            let others = totals[index].saturating_sub(current);
+            if u64::from(others) + u64::from(current) + 1 > u64::from(limit(&totals)) {
+                return false;
+            }
+            match counter.compare_exchange_weak(
+                current,
+                current.saturating_add(1),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
     /// Forgets everything.
     pub(crate) fn clear(&self) {
         for bucket in &self.buckets {

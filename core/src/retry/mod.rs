@@ -6,8 +6,22 @@
 //! `Overload` and `Transient` yes, `Timeout` only when the caller declared the operation
 //! idempotent. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
 //! collapsed into "would have retried but the budget said no".
+//!
+//! * [`Backoff`] and [`Strategy`]: the delay formulas of spec §3.1 (full jitter by default).
+//! * [`RetryConfig`]: max attempts (3, Google SRE) and the backoff.
+//! * [`Retry`]: the policy — verdict rule, backoff, Retry-After, deadline, budget.
+//! * [`budget`]: the shared [`RetryBudget`](budget::RetryBudget)s (SRE ratio, token bucket).
 
 use core::fmt;
+
+pub mod backoff;
+pub mod budget;
+pub mod config;
+pub mod policy;
+
+pub use backoff::{Backoff, Strategy};
+pub use config::{RetryConfig, RetryConfigError};
+pub use policy::{Retry, RetryState};
 
 use crate::observe::Observer;
 use crate::permit::Env;

@@ -43,6 +43,19 @@ impl TickScale {
         TickScale { shift }
     }
 
+    /// The scale whose tick is `2^shift` nanoseconds (`shift` at most 63), for a policy that
+    /// picks its own resolution (the rate limiter trades resolution for wrap-around range).
+    pub(crate) const fn from_shift(shift: u8) -> TickScale {
+        TickScale {
+            shift: if shift > 63 { 63 } else { shift },
+        }
+    }
+
+    /// log2 of the tick length in nanoseconds.
+    pub(crate) const fn shift(self) -> u8 {
+        self.shift
+    }
+
     /// The tick word for `now`.
     pub(crate) const fn ticks(self, now: Instant) -> u32 {
         (now.as_nanos() >> self.shift) as u32

@@ -1,0 +1,362 @@
+use super::AcquireError;
+use super::gcra::{Decision, Gcra, TICK_MASK};
+use super::limiter::RateLimitPermit;
+use super::rate::{RateLimitConfig, RateLimitConfigError};
+use crate::observe::Observer;
+use crate::permit::{Env, Policy};
+use crate::random::Random;
+use crate::rejection::{RejectReason, Rejection};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use crate::time::Instant;
+
+/// How many consecutive entries, from a key's home entry, may hold that key.
+const PROBES: usize = 8;
+
+// An entry's tag: the state in the top two bits, the number of pinned readers below.
+const STATE_MASK: u32 = 0b11 << 30;
+const FREE: u32 = 0;
+const LIVE: u32 = 1 << 30;
+/// Being written or evicted by the holder of the table's writer flag.
+const RESERVED: u32 = 2 << 30;
+const MAX_PINS: u32 = (1 << 30) - 1;
+
+#[derive(Debug)]
+struct Entry {
+    tag: AtomicU32,
+    key_lo: AtomicU32,
+    key_hi: AtomicU32,
+    tat: AtomicU32,
+}
+
+impl Entry {
+    crate::sync::const_fn_unless_loom! {
+        fn new() -> Self {
+            Entry {
+                tag: AtomicU32::new(FREE),
+                key_lo: AtomicU32::new(0),
+                key_hi: AtomicU32::new(0),
+                tat: AtomicU32::new(0),
+            }
+        }
+    }
+
+    fn key(&self) -> u64 {
+        let lo = self.key_lo.load(Ordering::Acquire) as u64;
+        let hi = self.key_hi.load(Ordering::Acquire) as u64;
+        (hi << 32) | lo
+    }
+
+    /// Pins a live entry so it cannot be evicted while its bucket is used.
+    fn pin(&self) -> bool {
+        self.tag
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |t| {
+                (t & STATE_MASK == LIVE && t & !STATE_MASK < MAX_PINS).then_some(t + 1)
+            })
+            .is_ok()
+    }
+
+    fn unpin(&self) {
+        self.tag.fetch_sub(1, Ordering::Release);
+    }
+}
+
+#[cfg(not(loom))]
+const fn new_entries<const N: usize>() -> [Entry; N] {
+    [const { Entry::new() }; N]
+}
+
+#[cfg(loom)]
+fn new_entries<const N: usize>() -> [Entry; N] {
+    core::array::from_fn(|_| Entry::new())
+}
+
+/// A fixed table of up to `N` per-key token buckets, all with one rate and burst, plus one
+/// shared overflow bucket. No heap; the memory is `16 × N + 12` bytes, whatever the traffic.
+///
+/// * **Keys** are `u64`: a tenant id, a contract id, or a hash of something longer (the
+///   table mixes the bits itself, so sequential ids spread well). A key may live in any of
+///   the 8 entries from its home entry on.
+/// * **Idle keys are evicted**, never left to pile up (governor #171): a key whose bucket is
+///   full again is indistinguishable from a new key, so its entry can be reused. Entries are
+///   reclaimed lazily when a new key needs one, and all at once by [`evict_idle`].
+/// * **When the table is full** of active keys (all 8 candidate entries hold keys whose
+///   buckets are not full), a new key is limited by the **overflow bucket**, which every key
+///   without an entry shares and which has the same rate and burst as one key. Traffic from
+///   unseen keys therefore gets at most one key's quota in total: the table degrades to a
+///   stricter limit, never to unbounded memory or to no limit.
+///
+/// **Concurrency.** Lock-free: nothing ever waits. A key's bucket is used exactly as
+/// [`RateLimiter`](super::RateLimiter)'s is (one compare-and-swap), while the entry is pinned
+/// so it cannot be evicted under the caller. Inserting and evicting keys take a writer flag
+/// with a single try; a caller that finds it taken does not wait but uses the overflow
+/// bucket for this one call. So the per-key bound `burst + rate × elapsed` is exact for every
+/// call made through the key's own entry; a key may in addition draw on the shared overflow
+/// bucket in the moment its entry is being created or when the table is full.
+///
+/// ```
+/// use resilix::rate_limit::{KeyedRateLimiter, Rate, RateLimitConfig};
+/// use resilix::time::Instant;
+///
+/// let per_tenant: KeyedRateLimiter<64> =
+///     KeyedRateLimiter::new(RateLimitConfig::new(Rate::per_second(1)).with_burst(2)).unwrap();
+/// let now = Instant::from_secs(10);
+/// assert!(per_tenant.try_acquire(7, now).is_ok());
+/// assert!(per_tenant.try_acquire(7, now).is_ok());
+/// assert!(per_tenant.try_acquire(7, now).is_err(), "tenant 7 is out of cells");
+/// assert!(per_tenant.try_acquire(8, now).is_ok(), "tenant 8 has its own bucket");
+/// assert_eq!(per_tenant.len(), 2);
+/// // Once both buckets are full again, both keys can go.
+/// assert_eq!(per_tenant.evict_idle(Instant::from_secs(13)), 2);
+/// assert_eq!(per_tenant.len(), 0);
+/// ```
+///
+/// [`evict_idle`]: KeyedRateLimiter::evict_idle
+#[derive(Debug)]
+pub struct KeyedRateLimiter<const N: usize> {
+    gcra: Gcra,
+    writer: AtomicBool,
+    overflow: AtomicU32,
+    entries: [Entry; N],
+}
+
+impl<const N: usize> KeyedRateLimiter<N> {
+    crate::sync::const_fn_unless_loom! {
+        /// An empty table, or the reason `config` is refused.
+        pub fn new(config: RateLimitConfig) -> Result<Self, RateLimitConfigError> {
+            let gcra = match Gcra::new(&config) {
+                Ok(g) => g,
+                Err(e) => return Err(e),
+            };
+            Ok(KeyedRateLimiter {
+                gcra,
+                writer: AtomicBool::new(false),
+                overflow: AtomicU32::new(0),
+                entries: new_entries(),
+            })
+        }
+    }
+
+    /// Takes one cell from `key`'s bucket at `now`, or refuses with
+    /// [`RejectReason::RateLimited`] and when one cell would be admitted.
+    pub fn try_acquire(&self, key: u64, now: Instant) -> Result<(), Rejection> {
+        match self.try_acquire_n(key, now, 1) {
+            Ok(()) => Ok(()),
+            Err(AcquireError::Limited(r)) => Err(r),
+            Err(AcquireError::ExceedsBurst { .. }) => {
+                Err(Rejection::new(RejectReason::RateLimited))
+            }
+        }
+    }
+
+    /// Takes `n` cells from `key`'s bucket, or none; `n` above the burst can never succeed.
+    pub fn try_acquire_n(&self, key: u64, now: Instant, n: u32) -> Result<(), AcquireError> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > self.gcra.burst {
+            return Err(AcquireError::ExceedsBurst {
+                requested: n,
+                burst: self.gcra.burst,
+            });
+        }
+        let entry = match self.find(key) {
+            Some(e) => Some(e),
+            None => self.insert(key, now),
+        };
+        match entry {
+            Some(e) => {
+                let result = self.acquire_on(&e.tat, now, n);
+                e.unpin();
+                result
+            }
+            None => self.acquire_on(&self.overflow, now, n),
+        }
+    }
+
+    /// A [`Policy`] admitting calls against `key`'s bucket, for the rate-limit slot of a
+    /// [`Pipeline`](crate::pipeline::Pipeline) built per call.
+    pub const fn for_key(&self, key: u64) -> ForKey<'_, N> {
+        ForKey { table: self, key }
+    }
+
+    /// Frees every entry whose bucket is full at `now`; returns how many. Returns 0 without
+    /// doing anything if another thread is inserting or evicting at this moment.
+    pub fn evict_idle(&self, now: Instant) -> usize {
+        if !self.lock_writer() {
+            return 0;
+        }
+        let mut evicted = 0;
+        for e in &self.entries {
+            if self.try_reserve_idle(e, now) {
+                e.tag.store(FREE, Ordering::Release);
+                evicted += 1;
+            }
+        }
+        self.writer.store(false, Ordering::Release);
+        evicted
+    }
+
+    /// How many keys hold an entry now (a snapshot).
+    pub fn len(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.tag.load(Ordering::Acquire) & STATE_MASK == LIVE)
+            .count()
+    }
+
+    /// Whether no key holds an entry (a snapshot).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The table's capacity, `N`.
+    pub const fn capacity(&self) -> usize {
+        N
+    }
+
+    /// Whole cells `key` could take at `now` (its own bucket's, or the overflow bucket's if
+    /// it has no entry).
+    pub fn available(&self, key: u64, now: Instant) -> u32 {
+        let tick = self.gcra.tick(now);
+        match self.find(key) {
+            Some(e) => {
+                let a = self
+                    .gcra
+                    .available(e.tat.load(Ordering::Acquire) & TICK_MASK, tick);
+                e.unpin();
+                a
+            }
+            None => self
+                .gcra
+                .available(self.overflow.load(Ordering::Acquire) & TICK_MASK, tick),
+        }
+    }
+
+    fn candidates(&self, key: u64) -> impl Iterator<Item = &Entry> {
+        // Fibonacci hashing: the top bits of key × 2^64/φ spread sequential ids.
+        let home = if N == 0 {
+            0
+        } else {
+            ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % N
+        };
+        (0..PROBES.min(N)).map(move |i| &self.entries[(home + i) % N])
+    }
+
+    /// The entry holding `key`, pinned.
+    fn find(&self, key: u64) -> Option<&Entry> {
+        for e in self.candidates(key) {
+            if e.tag.load(Ordering::Acquire) & STATE_MASK != LIVE || e.key() != key {
+                continue;
+            }
+            if e.pin() {
+                // Keys change only while an entry is reserved with no pins: now stable.
+                if e.key() == key {
+                    return Some(e);
+                }
+                e.unpin();
+            }
+        }
+        None
+    }
+
+    /// Gives `key` an entry (pinned), or `None` when the table is full of active keys or
+    /// another thread holds the writer flag.
+    fn insert(&self, key: u64, now: Instant) -> Option<&Entry> {
+        if !self.lock_writer() {
+            return None;
+        }
+        // Another writer may have inserted it between our search and the flag.
+        let found = self.find(key).or_else(|| {
+            let entry = self
+                .candidates(key)
+                .find(|e| {
+                    e.tag
+                        .compare_exchange(FREE, RESERVED, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                })
+                .or_else(|| self.candidates(key).find(|e| self.try_reserve_idle(e, now)))?;
+            entry.key_lo.store(key as u32, Ordering::Release);
+            entry.key_hi.store((key >> 32) as u32, Ordering::Release);
+            entry.tat.store(self.gcra.full(now), Ordering::Release);
+            // Live, with our own pin.
+            entry.tag.store(LIVE | 1, Ordering::Release);
+            Some(entry)
+        });
+        self.writer.store(false, Ordering::Release);
+        found
+    }
+
+    /// Reserves a live, unpinned entry whose bucket is full at `now`. Writer flag held.
+    fn try_reserve_idle(&self, e: &Entry, now: Instant) -> bool {
+        let tick = self.gcra.tick(now);
+        if !self.gcra.is_full(e.tat.load(Ordering::Acquire), tick) {
+            return false;
+        }
+        if e.tag
+            .compare_exchange(LIVE, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            return false;
+        }
+        // A reader may have pinned, spent and unpinned between the check and the swap; with
+        // the entry reserved nobody can pin it any more, so this second look is final.
+        if self.gcra.is_full(e.tat.load(Ordering::Acquire), tick) {
+            true
+        } else {
+            e.tag.store(LIVE, Ordering::Release);
+            false
+        }
+    }
+
+    fn lock_writer(&self) -> bool {
+        self.writer
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn acquire_on(&self, word: &AtomicU32, now: Instant, n: u32) -> Result<(), AcquireError> {
+        let g = &self.gcra;
+        let tick = g.tick(now);
+        let mut tat = word.load(Ordering::Acquire);
+        loop {
+            match g.decide(tat & TICK_MASK, tick, n) {
+                Decision::Admit(next) => {
+                    match word.compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Acquire)
+                    {
+                        Ok(_) => return Ok(()),
+                        Err(actual) => tat = actual,
+                    }
+                }
+                Decision::Wait(ticks) => {
+                    return Err(AcquireError::Limited(Rejection::until(
+                        RejectReason::RateLimited,
+                        g.after(now, ticks),
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// One key of a [`KeyedRateLimiter`], as a [`Policy`].
+#[derive(Clone, Copy, Debug)]
+pub struct ForKey<'t, const N: usize> {
+    table: &'t KeyedRateLimiter<N>,
+    key: u64,
+}
+
+impl<const N: usize> Policy for ForKey<'_, N> {
+    type Permit<'a>
+        = RateLimitPermit
+    where
+        Self: 'a;
+
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<RateLimitPermit, Rejection> {
+        self.table
+            .try_acquire(self.key, env.now)
+            .map(|()| RateLimitPermit::new())
+    }
+}

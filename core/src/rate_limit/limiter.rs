@@ -1,0 +1,307 @@
+use core::fmt;
+use core::time::Duration;
+
+use super::AcquireError;
+use super::gcra::{Decision, Gcra, TICK_MASK};
+use super::rate::{RateLimitConfig, RateLimitConfigError};
+use crate::observe::Observer;
+use crate::permit::{Env, Permit, Policy};
+use crate::random::Random;
+use crate::rejection::{RejectReason, Rejection};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use crate::time::Instant;
+use crate::time::ticks::TickScale;
+use crate::verdict::Verdict;
+
+const SLOT_BIT: u32 = 1 << 31;
+
+/// One of the two configurations the state word can point at.
+#[derive(Debug)]
+struct Slot {
+    shift: AtomicU32,
+    emission: AtomicU32,
+    burst: AtomicU32,
+    early: AtomicU32,
+}
+
+impl Slot {
+    crate::sync::const_fn_unless_loom! {
+        fn new(g: Gcra) -> Self {
+            Slot {
+                shift: AtomicU32::new(g.scale.shift() as u32),
+                emission: AtomicU32::new(g.emission),
+                burst: AtomicU32::new(g.burst),
+                early: AtomicU32::new(g.early),
+            }
+        }
+    }
+
+    fn load(&self) -> Gcra {
+        Gcra {
+            scale: TickScale::from_shift(self.shift.load(Ordering::Acquire) as u8),
+            emission: self.emission.load(Ordering::Acquire),
+            burst: self.burst.load(Ordering::Acquire),
+            early: self.early.load(Ordering::Acquire),
+        }
+    }
+
+    fn store(&self, g: Gcra) {
+        self.shift.store(g.scale.shift() as u32, Ordering::Release);
+        self.emission.store(g.emission, Ordering::Release);
+        self.burst.store(g.burst, Ordering::Release);
+        self.early.store(g.early, Ordering::Release);
+    }
+}
+
+/// A token bucket: GCRA over one 32-bit atomic word. See the [module docs](super).
+///
+/// `Sync` and lock-free; `try_acquire` is one load and one compare-and-swap when uncontended.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+/// use resilix::time::Instant;
+/// use resilix::RejectReason;
+///
+/// let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(2))).unwrap();
+/// let t0 = Instant::from_secs(100);
+/// assert!(limiter.try_acquire(t0).is_ok());
+/// assert!(limiter.try_acquire(t0).is_ok());
+/// let refused = limiter.try_acquire(t0).unwrap_err();
+/// assert_eq!(refused.reason(), RejectReason::RateLimited);
+/// let at = refused.retry_at().unwrap();
+/// assert!(at - t0 >= Duration::from_millis(500)); // the next cell
+/// assert!(limiter.try_acquire(at).is_ok());
+/// ```
+#[derive(Debug)]
+pub struct RateLimiter {
+    /// Bit 31: which slot is in force. Bits 0–30: the TAT in that slot's ticks.
+    state: AtomicU32,
+    slots: [Slot; 2],
+    reconfiguring: AtomicBool,
+}
+
+impl RateLimiter {
+    crate::sync::const_fn_unless_loom! {
+        /// A limiter with a full bucket, or the reason `config` is refused.
+        ///
+        /// ```
+        /// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+        ///
+        /// static LIMITER: RateLimiter =
+        ///     match RateLimiter::new(RateLimitConfig::new(Rate::per_minute(600))) {
+        ///         Ok(l) => l,
+        ///         Err(_) => panic!("valid config"),
+        ///     };
+        /// assert_eq!(LIMITER.burst(), 600);
+        /// ```
+        pub fn new(config: RateLimitConfig) -> Result<Self, RateLimitConfigError> {
+            let g = match Gcra::new(&config) {
+                Ok(g) => g,
+                Err(e) => return Err(e),
+            };
+            Ok(RateLimiter {
+                state: AtomicU32::new(0),
+                slots: [Slot::new(g), Slot::new(g)],
+                reconfiguring: AtomicBool::new(false),
+            })
+        }
+    }
+
+    #[cfg(all(test, not(loom)))]
+    pub(super) fn reconfiguring_flag(&self) -> &AtomicBool {
+        &self.reconfiguring
+    }
+
+    fn current(&self) -> (u32, Gcra) {
+        let word = self.state.load(Ordering::Acquire);
+        (word, self.slots[(word >> 31) as usize].load())
+    }
+
+    /// Takes one cell at `now`, or refuses with [`RejectReason::RateLimited`] and the instant
+    /// at which a single cell would be admitted (if nobody else takes it first).
+    pub fn try_acquire(&self, now: Instant) -> Result<(), Rejection> {
+        match self.try_acquire_n(now, 1) {
+            Ok(()) => Ok(()),
+            Err(AcquireError::Limited(r)) => Err(r),
+            // burst ≥ 1 is a validated invariant, so one cell always fits.
+            Err(AcquireError::ExceedsBurst { .. }) => {
+                Err(Rejection::new(RejectReason::RateLimited))
+            }
+        }
+    }
+
+    /// Takes `n` cells at once, or none. `n = 0` always succeeds and changes nothing.
+    ///
+    /// `n` above the burst is [`AcquireError::ExceedsBurst`]: it could never succeed, however
+    /// long the caller waits.
+    pub fn try_acquire_n(&self, now: Instant, n: u32) -> Result<(), AcquireError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let (mut word, mut g) = self.current();
+        loop {
+            if n > g.burst {
+                return Err(AcquireError::ExceedsBurst {
+                    requested: n,
+                    burst: g.burst,
+                });
+            }
+            match g.decide(word & TICK_MASK, g.tick(now), n) {
+                Decision::Admit(tat) => {
+                    let next = (word & SLOT_BIT) | tat;
+                    // AcqRel: an admission is ordered after the one whose TAT it extends.
+                    match self.state.compare_exchange_weak(
+                        word,
+                        next,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Ok(()),
+                        Err(actual) => {
+                            // Reload the slot even when the bit is unchanged: two
+                            // reconfigurations flip it back onto a rewritten slot.
+                            g = self.slots[(actual >> 31) as usize].load();
+                            word = actual;
+                        }
+                    }
+                }
+                Decision::Wait(ticks) => {
+                    return Err(AcquireError::Limited(Rejection::until(
+                        RejectReason::RateLimited,
+                        g.after(now, ticks),
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Whole cells available at `now` (a snapshot).
+    pub fn available(&self, now: Instant) -> u32 {
+        let (word, g) = self.current();
+        g.available(word & TICK_MASK, g.tick(now))
+    }
+
+    /// The burst in force.
+    pub fn burst(&self) -> u32 {
+        self.current().1.burst
+    }
+
+    /// The emission interval in force, as stored: the configured `period / count` rounded up
+    /// to whole ticks plus one tick (within 0.1%, always longer).
+    pub fn emission_interval(&self) -> Duration {
+        self.current().1.emission_interval()
+    }
+
+    /// Changes the rate and burst at `now`, keeping what the bucket holds.
+    ///
+    /// The cells in the bucket at `now` (with their fraction) carry over, capped at the new
+    /// burst; from `now` the bucket refills at the new rate. Lowering the burst therefore never
+    /// refills a bucket, and raising it never empties one. Admissions running concurrently
+    /// see either the old configuration and state or the new ones, never a mix: the state word
+    /// names the configuration slot it belongs to, and the switch is one compare-and-swap.
+    ///
+    /// Reconfigurations are not queued: while one runs, another returns
+    /// [`ReconfigureError::Busy`] instead of waiting (no lock is ever waited on).
+    ///
+    /// ```
+    /// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+    /// use resilix::time::Instant;
+    ///
+    /// let l = RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).unwrap();
+    /// let now = Instant::from_secs(1);
+    /// for _ in 0..4 {
+    ///     l.try_acquire(now).unwrap();
+    /// }
+    /// l.reconfigure(RateLimitConfig::new(Rate::per_second(5)), now).unwrap();
+    /// assert_eq!(l.burst(), 5);
+    /// assert_eq!(l.available(now), 5, "6 cells carried over, capped at the new burst");
+    /// ```
+    pub fn reconfigure(
+        &self,
+        config: RateLimitConfig,
+        now: Instant,
+    ) -> Result<(), ReconfigureError> {
+        let next = Gcra::new(&config).map_err(ReconfigureError::Config)?;
+        if self
+            .reconfiguring
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(ReconfigureError::Busy);
+        }
+        let mut word = self.state.load(Ordering::Acquire);
+        let active = word >> 31;
+        let old = self.slots[active as usize].load();
+        // The inactive slot is read only by admissions holding a stale word; their
+        // compare-and-swap fails because the slot bit no longer matches.
+        self.slots[(active ^ 1) as usize].store(next);
+        loop {
+            let tat = old.carry_over(word & TICK_MASK, now, &next);
+            let moved = ((active ^ 1) << 31) | tat;
+            match self
+                .state
+                .compare_exchange_weak(word, moved, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                // Only the holder of `reconfiguring` flips the slot bit, so `actual` is
+                // still in the old slot.
+                Err(actual) => word = actual,
+            }
+        }
+        self.reconfiguring.store(false, Ordering::Release);
+        Ok(())
+    }
+}
+
+/// Why [`RateLimiter::reconfigure`] made no change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ReconfigureError {
+    /// The new configuration is invalid; the old one stays in force.
+    Config(RateLimitConfigError),
+    /// Another reconfiguration is running; try again (no lock is waited on).
+    Busy,
+}
+
+impl fmt::Display for ReconfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReconfigureError::Config(e) => write!(f, "invalid rate-limit config: {e}"),
+            ReconfigureError::Busy => {
+                f.write_str("another reconfiguration of this rate limiter is running; try again")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ReconfigureError {}
+
+impl Policy for RateLimiter {
+    type Permit<'a> = RateLimitPermit;
+
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<RateLimitPermit, Rejection> {
+        self.try_acquire(env.now).map(|()| RateLimitPermit::new())
+    }
+}
+
+/// A rate-limit admission. It holds nothing: the cell was spent at admit.
+///
+/// Settling and dropping do the same thing, nothing. A cancelled call (dropped permit) still
+/// consumed its cell, as in every GCRA: the rate bounds how often calls are *started*, and
+/// giving a cell back would let a caller that cancels in a loop exceed it.
+#[derive(Debug)]
+pub struct RateLimitPermit(());
+
+impl RateLimitPermit {
+    pub(crate) const fn new() -> Self {
+        RateLimitPermit(())
+    }
+}
+
+impl Permit for RateLimitPermit {
+    fn settle<R: Random + ?Sized, O: Observer + ?Sized>(self, _: &Verdict, _: &mut Env<'_, R, O>) {}
+}

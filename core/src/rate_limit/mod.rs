@@ -1,0 +1,147 @@
+//! Rate limiting: a token bucket (GCRA) in one 32-bit atomic word, and a fixed table of
+//! per-key buckets.
+//!
+//! A [`RateLimiter`] admits at most **burst + rate × elapsed** cells over any span of time,
+//! under any concurrency: the bucket is one compare-and-swap on a single word, so no
+//! interleaving of callers can spend a cell twice. A refusal is
+//! [`RejectReason::RateLimited`] with the instant at which the call would be admitted.
+//! [`KeyedRateLimiter`] gives each tenant or contract its own bucket in bounded memory.
+//!
+//! # A rate limiter does not bound concurrency
+//!
+//! It bounds how often calls *start*, not how many are in flight. By Little's Law the number
+//! in flight is L = λW: hold the arrival rate λ fixed, let the time in system W triple during
+//! a degradation, and concurrency triples with it, against the same rate limit. If concurrency
+//! is what you care about, reach for a bulkhead or the adaptive limiter (spec §6). The rate
+//! limiter is for quotas you know in advance: per tenant, per contract, an upstream's
+//! published limit. It is proactive, and failsafe-go's own guidance is to prefer reactive
+//! limiters for overload protection.
+//!
+//! # Units
+//!
+//! [`Rate::per_second(50)`](Rate::per_second) is fifty cells a second; [`Rate::new`] takes the
+//! count and the period explicitly. The burst is how many cells a full bucket holds
+//! (default: one period's worth). Acquiring n cells takes all or none; n above the burst is
+//! [`AcquireError::ExceedsBurst`], an error that no amount of waiting fixes.
+//!
+//! # The state word, wrap-around and time that misbehaves
+//!
+//! The bucket is GCRA's theoretical arrival time (TAT), in ticks of a scale chosen per
+//! limiter: the coarsest on which the emission interval T = period / count is held to within
+//! 0.1%, made coarser only if burst × T would not
+//! fit below 2^30 ticks. T is stored as period / count rounded up to whole ticks, plus one
+//! tick: `now` is read to the tick below, so a caller's elapsed time can read up to one tick
+//! long, and the extra tick pays for it. The bound burst + rate × elapsed is therefore exact in
+//! real nanoseconds against the configured rate, for instants anywhere within a tick, at the
+//! price of a rate up to 0.1% below the one asked (up to half a million cells a second can be
+//! held that closely). The TAT is 31 bits (the top bit names the configuration slot), so
+//! differences are read on a circle of 2^31 ticks, about a million emission intervals:
+//!
+//! * **TAT up to burst × T ahead of now**: ordinary debt.
+//! * **Further ahead, by up to max(burst × T, 1 s)** (ours; capped so the whole stays below
+//!   2^30 ticks, at least half a million emission intervals): a caller whose `now` lags the
+//!   latest admission (another thread read the clock later and admitted first) or a small
+//!   step backwards. Real debt: refused, with the wait. This is what keeps the bound exact
+//!   when concurrent callers' clock readings are not in the order of their admissions.
+//! * **Further ahead than that, or behind**: a bucket left idle. It reads as full. So a step
+//!   backwards larger than the allowance refills the bucket at once rather than refusing for
+//!   as long as the step (never a stuck state), and a jump forward of a year, or to
+//!   [`Instant::MAX`](crate::time::Instant::MAX), reads as a long idle.
+//! * **Aliasing**: after an idle of almost exactly a multiple of 2^31 ticks (39 hours at 10
+//!   cells a second), the stale TAT can read as debt. The bucket then admits fewer cells, for
+//!   at most burst × T + the allowance; it never admits more.
+//!
+//! # Cancellation
+//!
+//! A cell is spent at admit. A cancelled call (a dropped permit) does not give it back, as in
+//! every GCRA: the rate bounds how often calls start, and a refund would let a caller that
+//! cancels in a loop exceed it.
+//!
+//! # Reconfiguration
+//!
+//! [`RateLimiter::reconfigure`] changes rate and burst through `&self`. The cells in the bucket
+//! carry over, capped at the new burst, and the new rate refills from then on. The limiter
+//! keeps two configuration slots and the state word names the one it is measured in, so the
+//! switch is one compare-and-swap and no admission ever mixes the old state with the new
+//! configuration. (A caller that read the old slot, stalled through two reconfigurations and
+//! found the word bit-for-bit unchanged could decide once with a half-written slot; that needs
+//! the TAT to return to the same tick, and is the one ABA this design admits.)
+//!
+//! ```
+//! use resilix::permit::{Env, Policy};
+//! use resilix::pipeline::Pipeline;
+//! use resilix::random::SeededRandom;
+//! use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+//! use resilix::time::Instant;
+//! use resilix::RejectReason;
+//!
+//! let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(100)).with_burst(1))
+//!     .unwrap();
+//! let pipeline = Pipeline::new().rate_limit(&limiter);
+//! let mut rng = SeededRandom::new(1);
+//! let mut env = Env::new(Instant::from_secs(1), &mut rng);
+//! let first = pipeline.admit(&mut env, None).unwrap();
+//! let refused = pipeline.admit(&mut env, None).err().unwrap();
+//! assert_eq!(refused.reason(), RejectReason::RateLimited);
+//! assert!(refused.retry_at().unwrap() > env.now);
+//! # drop(first);
+//! ```
+
+mod gcra;
+mod keyed;
+mod limiter;
+mod rate;
+
+pub use keyed::{ForKey, KeyedRateLimiter};
+pub use limiter::{RateLimitPermit, RateLimiter, ReconfigureError};
+pub use rate::{Rate, RateLimitConfig, RateLimitConfigError};
+
+use core::fmt;
+
+use crate::rejection::Rejection;
+
+/// Why an acquisition of n cells failed.
+///
+/// ```
+/// use resilix::rate_limit::{AcquireError, Rate, RateLimitConfig, RateLimiter};
+/// use resilix::time::Instant;
+///
+/// let l = RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).unwrap();
+/// assert_eq!(
+///     l.try_acquire_n(Instant::ZERO, 11),
+///     Err(AcquireError::ExceedsBurst { requested: 11, burst: 10 })
+/// );
+/// assert!(l.try_acquire_n(Instant::ZERO, 10).is_ok());
+/// assert!(matches!(l.try_acquire_n(Instant::ZERO, 1), Err(AcquireError::Limited(_))));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum AcquireError {
+    /// Not now: the rejection says when the cells would be admitted.
+    Limited(Rejection),
+    /// Never: more cells than the bucket holds. Split the request or raise the burst.
+    ExceedsBurst {
+        /// Cells asked for.
+        requested: u32,
+        /// The burst in force.
+        burst: u32,
+    },
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AcquireError::Limited(r) => fmt::Display::fmt(r, f),
+            AcquireError::ExceedsBurst { requested, burst } => write!(
+                f,
+                "{requested} cells can never be admitted by a bucket of {burst}: split the \
+                 request or raise the burst"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for AcquireError {}
+
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -1,0 +1,161 @@
+use core::fmt;
+use core::time::Duration;
+
+/// A rate with its unit spelled out: `count` cells per `per`.
+///
+/// `Rate::per_second(50)` is fifty a second, never one every fifty seconds (the confusion that
+/// turned a 4 000 req/s limit into one request an hour under another crate's `per_second`).
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::rate_limit::Rate;
+///
+/// assert_eq!(Rate::per_second(50), Rate::new(50, Duration::from_secs(1)));
+/// assert_eq!(Rate::per_minute(6).emission_interval(), Duration::from_secs(10));
+/// assert_eq!(Rate::one_every(Duration::from_millis(250)), Rate::per_second(4).per_cell());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Rate {
+    count: u32,
+    per: Duration,
+}
+
+impl Rate {
+    /// `count` cells every `per`.
+    pub const fn new(count: u32, per: Duration) -> Self {
+        Rate { count, per }
+    }
+
+    /// `count` cells a second.
+    pub const fn per_second(count: u32) -> Self {
+        Rate::new(count, Duration::from_secs(1))
+    }
+
+    /// `count` cells a minute.
+    pub const fn per_minute(count: u32) -> Self {
+        Rate::new(count, Duration::from_secs(60))
+    }
+
+    /// `count` cells an hour.
+    pub const fn per_hour(count: u32) -> Self {
+        Rate::new(count, Duration::from_secs(3_600))
+    }
+
+    /// One cell every `interval`.
+    pub const fn one_every(interval: Duration) -> Self {
+        Rate::new(1, interval)
+    }
+
+    /// How many cells per period.
+    pub const fn count(self) -> u32 {
+        self.count
+    }
+
+    /// The period.
+    pub const fn period(self) -> Duration {
+        self.per
+    }
+
+    /// The same rate written as one cell per emission interval.
+    pub const fn per_cell(self) -> Self {
+        Rate::one_every(self.emission_interval())
+    }
+
+    /// The time one cell is worth: `per / count` (zero if `count` is zero).
+    pub const fn emission_interval(self) -> Duration {
+        if self.count == 0 {
+            return Duration::ZERO;
+        }
+        match self.per.checked_div(self.count) {
+            Some(d) => d,
+            None => Duration::ZERO,
+        }
+    }
+}
+
+/// A rate and a burst: the limiter admits at most `burst + rate × elapsed` cells in any span.
+///
+/// ```
+/// use resilix::rate_limit::{Rate, RateLimitConfig};
+///
+/// let c = RateLimitConfig::new(Rate::per_second(100));
+/// assert_eq!(c.burst, 100, "one period's worth, as governor's Quota");
+/// let smooth = RateLimitConfig::new(Rate::per_second(100)).with_burst(1);
+/// assert_eq!(smooth.burst, 1);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RateLimitConfig {
+    /// The sustained rate.
+    pub rate: Rate,
+    /// How many cells a full bucket admits at once. Default: one period's worth,
+    /// `rate.count()` (governor's `Quota`). At least 1.
+    pub burst: u32,
+}
+
+impl RateLimitConfig {
+    /// `rate`, with a burst of one period's worth (governor's default).
+    pub const fn new(rate: Rate) -> Self {
+        RateLimitConfig {
+            rate,
+            burst: rate.count,
+        }
+    }
+
+    /// The same rate with another burst.
+    pub const fn with_burst(mut self, burst: u32) -> Self {
+        self.burst = burst;
+        self
+    }
+}
+
+/// Why a [`RateLimitConfig`] was refused.
+///
+/// ```
+/// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimitConfigError, RateLimiter};
+///
+/// let err = RateLimiter::new(RateLimitConfig::new(Rate::per_second(0))).unwrap_err();
+/// assert_eq!(err, RateLimitConfigError::ZeroRate);
+/// assert!(format!("{err}").contains("admits nothing"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RateLimitConfigError {
+    /// The rate's count is zero.
+    ZeroRate,
+    /// The rate's period is zero.
+    ZeroPeriod,
+    /// The burst is zero.
+    ZeroBurst,
+    /// An interval that the 32-bit state cannot hold to within 0.1% at this burst: more than
+    /// half a million cells a second, or a burst too large for a fine interval.
+    RateBeyondResolution,
+    /// The burst is 2^30 cells or more: the 31-bit state word cannot measure it.
+    BurstTooLarge,
+}
+
+impl fmt::Display for RateLimitConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RateLimitConfigError::ZeroRate => {
+                "the rate's count is zero: a limiter that admits nothing; remove it instead"
+            }
+            RateLimitConfigError::ZeroPeriod => {
+                "the rate's period is zero: an infinite rate; remove the limiter instead"
+            }
+            RateLimitConfigError::ZeroBurst => {
+                "the burst is zero: no call could ever be admitted; the smallest burst is 1"
+            }
+            RateLimitConfigError::RateBeyondResolution => {
+                "the emission interval (period / count) cannot be stored to within 0.1% at this \
+                 burst: use a rate of at most half a million cells a second, or a smaller burst"
+            }
+            RateLimitConfigError::BurstTooLarge => {
+                "the burst must be below 2^30 cells (the state is one 32-bit word)"
+            }
+        })
+    }
+}
+
+impl core::error::Error for RateLimitConfigError {}

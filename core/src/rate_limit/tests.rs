@@ -1,0 +1,300 @@
+use core::time::Duration;
+
+use super::*;
+use crate::RejectReason;
+use crate::permit::{Env, Permit, Policy};
+use crate::random::SeededRandom;
+use crate::time::Instant;
+use crate::verdict::Verdict;
+
+/// 2^20 ns per cell, configured.
+const T: Duration = Duration::from_nanos(1 << 20);
+/// As stored: 2 049 ticks of 512 ns (T's 2 048 ticks plus one). Every instant below is
+/// a whole number of ticks, so the expectations are exact.
+const S: Duration = Duration::from_nanos(2_049 * 512);
+
+fn limiter(burst: u32) -> RateLimiter {
+    RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap()
+}
+
+fn at(cells: u64) -> Instant {
+    Instant::from_secs(1_000) + S * cells as u32
+}
+
+#[test]
+fn exact_burst_then_exact_rate() {
+    let l = limiter(5);
+    assert_eq!(l.emission_interval(), S);
+    let start = at(0);
+    for _ in 0..5 {
+        l.try_acquire(start).unwrap();
+    }
+    let refused = l.try_acquire(start).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::RateLimited);
+    assert_eq!(refused.retry_at(), Some(at(1)));
+    assert!(l.try_acquire(at(1) - Duration::from_nanos(512)).is_err());
+    for k in 1..=50 {
+        l.try_acquire(at(k)).unwrap();
+        assert!(l.try_acquire(at(k)).is_err(), "exactly one cell per T");
+    }
+}
+
+#[test]
+fn a_decimal_rate_is_held_to_its_stored_interval() {
+    let l = RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).unwrap();
+    let t = l.emission_interval();
+    assert!(t >= Duration::from_millis(100) && t <= Duration::from_micros(100_100));
+    let start = Instant::from_secs(50);
+    let admitted = (0..1_000)
+        .filter(|i| l.try_acquire(start + Duration::from_millis(*i)).is_ok())
+        .count();
+    // Burst 10 at once, then one more per T within the next second.
+    assert_eq!(
+        admitted,
+        10 + (Duration::from_millis(999).as_nanos() / t.as_nanos()) as usize
+    );
+}
+
+#[test]
+fn n_cells_all_or_none() {
+    let l = limiter(4);
+    let now = at(0);
+    assert_eq!(l.try_acquire_n(now, 0), Ok(()));
+    assert_eq!(l.available(now), 4, "zero cells change nothing");
+    assert_eq!(
+        l.try_acquire_n(now, 5),
+        Err(AcquireError::ExceedsBurst {
+            requested: 5,
+            burst: 4
+        })
+    );
+    l.try_acquire_n(now, 3).unwrap();
+    match l.try_acquire_n(now, 2) {
+        Err(AcquireError::Limited(r)) => assert_eq!(r.retry_at(), Some(at(1))),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(l.available(now), 1, "a refused acquisition takes nothing");
+    assert_eq!(
+        l.try_acquire_n(now, 4),
+        Err(AcquireError::Limited(Rejection::until(
+            RejectReason::RateLimited,
+            at(3)
+        )))
+    );
+}
+
+#[test]
+fn time_backwards_a_little_is_debt_a_lot_is_idle() {
+    let l = limiter(2);
+    let now = at(100);
+    l.try_acquire_n(now, 2).unwrap();
+    // A caller whose clock reads slightly earlier is an early arrival: refused.
+    assert!(l.try_acquire(at(99)).is_err());
+    assert!(l.try_acquire(now - Duration::from_millis(900)).is_err());
+    // A step back of more than max(span, 1 s) reads as a long idle: full, never stuck.
+    let far_back = now - Duration::from_secs(3);
+    assert_eq!(l.available(far_back), 2);
+    l.try_acquire_n(far_back, 2).unwrap();
+    assert!(l.try_acquire(far_back).is_err());
+}
+
+#[test]
+fn a_year_later_and_instant_max() {
+    let l = limiter(3);
+    l.try_acquire_n(at(0), 3).unwrap();
+    let year = at(0) + Duration::from_secs(365 * 86_400);
+    assert_eq!(l.available(year), 3);
+    l.try_acquire_n(year, 3).unwrap();
+    assert!(l.try_acquire(year).is_err());
+    assert_eq!(l.available(Instant::MAX), 3);
+    l.try_acquire_n(Instant::MAX, 3).unwrap();
+    let r = l.try_acquire(Instant::MAX).unwrap_err();
+    assert_eq!(r.retry_at(), Some(Instant::MAX), "saturates");
+    // From MAX back to ZERO is 2^64 ns, an exact multiple of the 2^31-tick circle: the
+    // documented aliasing. It may refuse for at most a span; it must not panic.
+    let _ = l.try_acquire(Instant::ZERO);
+}
+
+#[test]
+fn reconfiguration_carries_cells_over() {
+    let l = limiter(10);
+    let now = at(0);
+    l.try_acquire_n(now, 4).unwrap();
+    // Lower burst: six cells left, capped at three. Never a refill.
+    l.reconfigure(RateLimitConfig::new(Rate::one_every(T)).with_burst(3), now)
+        .unwrap();
+    assert_eq!(l.burst(), 3);
+    assert_eq!(l.available(now), 3);
+    l.try_acquire_n(now, 3).unwrap();
+    assert_eq!(l.available(now), 0);
+    // Raise burst and slow the rate: zero cells stay zero, refill at the new rate.
+    let slow = T * 4;
+    l.reconfigure(
+        RateLimitConfig::new(Rate::one_every(slow)).with_burst(8),
+        now,
+    )
+    .unwrap();
+    assert_eq!(l.available(now), 0);
+    let stored = l.emission_interval();
+    assert!(stored > slow && stored < slow + slow / 1_000);
+    assert_eq!(
+        l.try_acquire(now).unwrap_err().retry_at(),
+        Some(now + stored)
+    );
+    assert!(l.try_acquire(now + stored).is_ok());
+    // An invalid config changes nothing.
+    assert_eq!(
+        l.reconfigure(RateLimitConfig::new(Rate::per_second(0)), now),
+        Err(ReconfigureError::Config(RateLimitConfigError::ZeroRate))
+    );
+    assert_eq!(l.burst(), 8);
+}
+
+#[test]
+fn a_partial_cell_carries_over_too() {
+    let l = limiter(1);
+    let now = at(0);
+    l.try_acquire(now).unwrap();
+    let half = now + S / 2;
+    l.reconfigure(
+        RateLimitConfig::new(Rate::one_every(T * 2)).with_burst(1),
+        half,
+    )
+    .unwrap();
+    // Half of a cell was earned; under T' = 2T the other half takes T'/2.
+    let wait = l.try_acquire(half).unwrap_err().retry_at().unwrap() - half;
+    let expected = l.emission_interval() / 2;
+    assert!(
+        wait.abs_diff(expected) <= Duration::from_micros(2),
+        "{wait:?} vs {expected:?}"
+    );
+}
+
+#[test]
+fn a_concurrent_reconfiguration_is_refused_not_waited_on() {
+    let l = limiter(1);
+    l.reconfiguring_flag()
+        .store(true, crate::sync::Ordering::Release);
+    assert_eq!(
+        l.reconfigure(RateLimitConfig::new(Rate::one_every(T)), at(0)),
+        Err(ReconfigureError::Busy)
+    );
+}
+
+#[test]
+fn a_dropped_permit_keeps_its_cell_spent() {
+    let l = limiter(1);
+    let mut rng = SeededRandom::new(1);
+    let mut env = Env::new(at(0), &mut rng);
+    // Admitted, then dropped at once without settling: cancelled.
+    let _ = l.admit(&mut env).unwrap();
+    assert!(
+        l.admit(&mut env).is_err(),
+        "cancelled calls still consumed their cell"
+    );
+    env.now = at(1);
+    l.admit(&mut env)
+        .unwrap()
+        .settle(&Verdict::Transient, &mut env);
+    assert!(
+        l.admit(&mut env).is_err(),
+        "settling refunds nothing either"
+    );
+}
+
+fn table<const N: usize>(burst: u32) -> KeyedRateLimiter<N> {
+    KeyedRateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap()
+}
+
+#[test]
+fn each_key_has_its_own_bucket() {
+    let t: KeyedRateLimiter<16> = table(2);
+    let now = at(0);
+    for key in 0..10u64 {
+        t.try_acquire_n(key, now, 2).unwrap();
+        assert!(t.try_acquire(key, now).is_err());
+    }
+    assert_eq!(t.len(), 10);
+    assert_eq!(
+        t.try_acquire(3, now).unwrap_err().retry_at(),
+        Some(at(1)),
+        "the refusal says when"
+    );
+    assert_eq!(t.available(3, at(2)), 2);
+    assert_eq!(
+        t.try_acquire_n(1, now, 3),
+        Err(AcquireError::ExceedsBurst {
+            requested: 3,
+            burst: 2
+        })
+    );
+}
+
+#[test]
+fn idle_keys_are_evicted_explicitly_and_lazily() {
+    let t: KeyedRateLimiter<8> = table(1);
+    for key in 0..8u64 {
+        t.try_acquire(key, at(0)).unwrap();
+    }
+    assert_eq!(t.len(), 8);
+    assert_eq!(t.evict_idle(at(0)), 0, "every bucket is in use");
+    // Key 100 finds no free entry and no idle one: the overflow bucket serves it.
+    t.try_acquire(100, at(0)).unwrap();
+    assert!(
+        t.try_acquire(101, at(0)).is_err(),
+        "overflow is one shared bucket"
+    );
+    assert_eq!(t.len(), 8, "never grows");
+    // One T later every bucket is full again: a new key takes an idle entry.
+    t.try_acquire(102, at(1)).unwrap();
+    assert!(
+        t.try_acquire(102, at(1)).is_err(),
+        "102 has its own entry now"
+    );
+    assert_eq!(t.len(), 8);
+    assert_eq!(t.evict_idle(at(5)), 8);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn a_zero_capacity_table_is_all_overflow() {
+    let t: KeyedRateLimiter<0> = table(1);
+    t.try_acquire(1, at(0)).unwrap();
+    assert!(t.try_acquire(2, at(0)).is_err());
+    assert_eq!(t.capacity(), 0);
+    assert_eq!(t.evict_idle(at(9)), 0);
+}
+
+#[test]
+fn a_key_is_a_pipeline_policy() {
+    use crate::pipeline::Pipeline;
+    let t: KeyedRateLimiter<4> = table(1);
+    let mut rng = SeededRandom::new(2);
+    let mut env = Env::new(at(0), &mut rng);
+    for tenant in [7u64, 8] {
+        let pipeline = Pipeline::new().rate_limit(t.for_key(tenant));
+        pipeline
+            .admit(&mut env, None)
+            .unwrap()
+            .settle(&Verdict::Success, &mut env);
+        let refused = pipeline.admit(&mut env, None).err().map(|r| r.reason());
+        assert_eq!(refused, Some(RejectReason::RateLimited));
+    }
+}
+
+#[test]
+fn keyed_time_edges_never_panic() {
+    let t: KeyedRateLimiter<4> = table(2);
+    for now in [
+        at(10),
+        Instant::ZERO,
+        Instant::MAX,
+        at(10) + Duration::from_secs(31_536_000),
+    ] {
+        for key in [0, u64::MAX, 42] {
+            let _ = t.try_acquire(key, now);
+        }
+        let _ = t.evict_idle(now);
+    }
+    assert!(t.len() <= 4);
+}

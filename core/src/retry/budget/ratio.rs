@@ -1,0 +1,292 @@
+//! Google SRE's per-client retry budget: retries at most a fixed share of requests over a
+//! sliding window, with a floor so a quiet service can still retry.
+
+use core::time::Duration;
+
+use crate::retry::budget::{BudgetConfigError, RetryBudget};
+use crate::time::Instant;
+use crate::verdict::VerdictKind;
+use crate::window::TimeWindow;
+
+const FIRSTS: usize = 0;
+const RETRIES: usize = 1;
+
+/// The ratio budget's settings.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::retry::budget::RatioBudgetConfig;
+///
+/// let config = RatioBudgetConfig { max_retry_permille: 200, ..RatioBudgetConfig::DEFAULT };
+/// assert_eq!(config.window, Duration::from_secs(10));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RatioBudgetConfig {
+    /// Retries allowed per thousand first attempts in the window. Default 100 (10%, Google
+    /// SRE: "a request will only be retried as long as this ratio is below 10%").
+    pub max_retry_permille: u32,
+    /// Retries always allowed per window, whatever the ratio. Default 3 (ours, after
+    /// failsafe-go's `minConcurrency` of 3, read here as retries per window rather than
+    /// concurrent retries). Without a floor a service with a few requests per window could
+    /// never retry at all.
+    pub min_retries_per_window: u32,
+    /// How far back the ratio looks. Default 10 s (ours; Finagle's retry budget credits
+    /// expire after 10 s; the SRE book gives no window for its budget).
+    pub window: Duration,
+}
+
+impl RatioBudgetConfig {
+    /// 10% of first attempts, at least 3 retries per 10 s window.
+    pub const DEFAULT: RatioBudgetConfig = RatioBudgetConfig {
+        max_retry_permille: 100,
+        min_retries_per_window: 3,
+        window: Duration::from_secs(10),
+    };
+}
+
+impl Default for RatioBudgetConfig {
+    fn default() -> Self {
+        RatioBudgetConfig::DEFAULT
+    }
+}
+
+/// Retries bounded as a share of first attempts over a sliding window (Google SRE), with a
+/// floor per window (failsafe-go's idea).
+///
+/// **Which ratio.** We bound retries ÷ *first attempts* (requests the application made), not
+/// retries ÷ all attempts. A budget of `r` then means exactly "at most `r` extra load": the
+/// attempts reaching the upstream in any window are at most
+/// `first_attempts · (1 + r) + min_retries_per_window`, so with the defaults the
+/// amplification is bounded by 1.1× (the SRE book's "just 1.1x") plus 3 retries per 10 s.
+/// (Bounding retries ÷ all attempts below `r` would give `1 / (1 − r)` = 1.11×.)
+///
+/// A retry is granted while `retries + 1 ≤ max(floor, ⌊first_attempts · permille / 1000⌋)`.
+/// First attempts are counted when they settle, retries when they are granted. Refused calls
+/// (`Rejected`) count for nothing.
+///
+/// **Exactness.** The grant is a compare-and-swap on the current bucket's retry count against
+/// the limit it was checked with, so concurrent callers in the same bucket period never
+/// overspend. At a bucket boundary, callers passing `now`s in different periods may each pass
+/// once against a stale view; the window of first attempts is approximate as every
+/// windowed statistic is (the shared sliding window, `window.rs`). `B` is the number of buckets (default
+/// 10: one-second buckets for the 10 s window).
+///
+/// ```
+/// use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, RetryBudget};
+/// use resilix::time::Instant;
+/// use resilix::VerdictKind;
+///
+/// let budget: RatioBudget = RatioBudget::new(RatioBudgetConfig::DEFAULT)?;
+/// let now = Instant::from_secs(1);
+/// for _ in 0..100 {
+///     budget.record_first_attempt(now);
+/// }
+/// // 10% of 100 first attempts: ten retries, then no more.
+/// let granted = (0..20).filter(|_| budget.try_spend(now, VerdictKind::Transient)).count();
+/// assert_eq!(granted, 10);
+/// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct RatioBudget<const B: usize = 10> {
+    window: TimeWindow<B, 2>,
+    max_retry_permille: u32,
+    min_retries_per_window: u32,
+}
+
+impl<const B: usize> RatioBudget<B> {
+    crate::sync::const_fn_unless_loom! {
+        /// A budget with `config`, refusing an empty window and a budget that never retries.
+        pub fn new(config: RatioBudgetConfig) -> Result<Self, BudgetConfigError> {
+            if B == 0 || config.window.is_zero() {
+                return Err(BudgetConfigError::EmptyWindow);
+            }
+            if config.max_retry_permille == 0 && config.min_retries_per_window == 0 {
+                return Err(BudgetConfigError::NeverRetries);
+            }
+            Ok(RatioBudget {
+                window: TimeWindow::new(config.window),
+                max_retry_permille: config.max_retry_permille,
+                min_retries_per_window: config.min_retries_per_window,
+            })
+        }
+    }
+
+    /// First attempts and granted retries in the window ending at `now` (a snapshot).
+    pub fn counts(&self, now: Instant) -> (u32, u32) {
+        let t = self.window.totals(now);
+        (t[FIRSTS], t[RETRIES])
+    }
+
+    /// How many retries the window allows in total at these counts: the pure rule.
+    pub const fn allowance(&self, first_attempts: u32) -> u32 {
+        allowance(
+            first_attempts,
+            self.max_retry_permille,
+            self.min_retries_per_window,
+        )
+    }
+}
+
+/// `max(floor, ⌊firsts · permille / 1000⌋)`, in u64 so it cannot overflow, saturated to u32.
+const fn allowance(first_attempts: u32, permille: u32, floor: u32) -> u32 {
+    let share = (first_attempts as u64 * permille as u64) / 1000;
+    let share = if share > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        share as u32
+    };
+    if share > floor { share } else { floor }
+}
+
+impl<const B: usize> RetryBudget for RatioBudget<B> {
+    fn record_first_attempt(&self, now: Instant) {
+        self.window.add(now, [1, 0]);
+    }
+
+    fn try_spend(&self, now: Instant, _after: VerdictKind) -> bool {
+        self.window.try_add_one(now, RETRIES, |totals| {
+            allowance(
+                totals[FIRSTS],
+                self.max_retry_permille,
+                self.min_retries_per_window,
+            )
+        })
+    }
+
+    fn record_unretried_failure(&self, _now: Instant, _after: VerdictKind) {}
+
+    fn record_success(&self, _now: Instant, _retried_after: Option<VerdictKind>) {}
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const T: VerdictKind = VerdictKind::Transient;
+
+    fn budget(permille: u32, floor: u32) -> RatioBudget<10> {
+        RatioBudget::new(RatioBudgetConfig {
+            max_retry_permille: permille,
+            min_retries_per_window: floor,
+            window: Duration::from_secs(10),
+        })
+        .unwrap()
+    }
+
+    fn spend_all(b: &RatioBudget<10>, now: Instant) -> usize {
+        (0..10_000).take_while(|_| b.try_spend(now, T)).count()
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let zero_window = RatioBudgetConfig {
+            window: Duration::ZERO,
+            ..RatioBudgetConfig::DEFAULT
+        };
+        assert_eq!(
+            RatioBudget::<10>::new(zero_window).err(),
+            Some(BudgetConfigError::EmptyWindow)
+        );
+        assert_eq!(
+            RatioBudget::<0>::new(RatioBudgetConfig::DEFAULT).err(),
+            Some(BudgetConfigError::EmptyWindow)
+        );
+        let never = RatioBudgetConfig {
+            max_retry_permille: 0,
+            min_retries_per_window: 0,
+            ..RatioBudgetConfig::DEFAULT
+        };
+        assert_eq!(
+            RatioBudget::<10>::new(never).err(),
+            Some(BudgetConfigError::NeverRetries)
+        );
+    }
+
+    #[test]
+    fn the_floor_lets_a_quiet_service_retry() {
+        let b = budget(100, 3);
+        assert_eq!(
+            spend_all(&b, Instant::from_secs(1)),
+            3,
+            "no traffic: the floor"
+        );
+        assert_eq!(b.counts(Instant::from_secs(1)), (0, 3));
+    }
+
+    #[test]
+    fn ten_percent_of_first_attempts_above_the_floor() {
+        let b = budget(100, 3);
+        let now = Instant::from_secs(1);
+        for _ in 0..250 {
+            b.record_first_attempt(now);
+        }
+        assert_eq!(spend_all(&b, now), 25);
+        // One more first attempt is not enough for another (25.1 rounds down)...
+        b.record_first_attempt(now);
+        assert!(!b.try_spend(now, T));
+        // ...ten more are.
+        for _ in 0..9 {
+            b.record_first_attempt(now);
+        }
+        assert!(b.try_spend(now, T));
+    }
+
+    #[test]
+    fn zero_ratio_means_only_the_floor() {
+        let b = budget(0, 2);
+        for _ in 0..1_000 {
+            b.record_first_attempt(Instant::ZERO);
+        }
+        assert_eq!(spend_all(&b, Instant::ZERO), 2);
+    }
+
+    #[test]
+    fn spent_retries_slide_out_of_the_window() {
+        let b = budget(100, 1);
+        assert!(b.try_spend(Instant::from_secs(0), T));
+        assert!(!b.try_spend(Instant::from_secs(5), T));
+        assert!(
+            b.try_spend(Instant::from_secs(10), T),
+            "the first retry has slid out"
+        );
+        assert_eq!(
+            spend_all(&b, Instant::from_secs(365 * 86_400)),
+            1,
+            "a year later"
+        );
+    }
+
+    #[test]
+    fn time_backwards_and_the_end_of_time_never_panic_nor_overspend() {
+        let b = budget(100, 1);
+        assert!(b.try_spend(Instant::MAX, T));
+        assert!(!b.try_spend(Instant::MAX, T));
+        assert!(
+            b.try_spend(Instant::ZERO, T),
+            "an earlier period is its own bucket"
+        );
+        assert!(!b.try_spend(Instant::ZERO, T));
+    }
+
+    #[test]
+    fn allowance_saturates_and_takes_the_larger() {
+        assert_eq!(allowance(u32::MAX, 1000, 0), u32::MAX);
+        assert_eq!(allowance(u32::MAX, u32::MAX, 0), u32::MAX);
+        assert_eq!(allowance(9, 100, 0), 0);
+        assert_eq!(allowance(10, 100, 0), 1);
+        assert_eq!(allowance(10, 100, 5), 5);
+        assert_eq!(budget(100, 3).allowance(1_000), 100);
+    }
+
+    #[test]
+    fn only_first_attempts_and_granted_retries_are_counted() {
+        let b = budget(100, 3);
+        b.record_unretried_failure(Instant::ZERO, T);
+        b.record_success(Instant::ZERO, Some(T));
+        assert_eq!(b.counts(Instant::ZERO), (0, 0));
+        b.record_first_attempt(Instant::ZERO);
+        assert!(b.try_spend(Instant::ZERO, T));
+        assert_eq!(b.counts(Instant::ZERO), (1, 1));
+    }
+}

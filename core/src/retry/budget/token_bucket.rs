@@ -1,0 +1,536 @@
+//! The retry token bucket: successes deposit, retries (or failures) withdraw, and below a
+//! floor retries stop. Brooker's adaptive retries, gRPC A6 retry throttling and the AWS SDK
+//! retry quota are three settings of it.
+//!
+//! The balance is a count of thousandths of a token in one `AtomicU32`, updated by
+//! compare-and-swap: the accounting is exact integer arithmetic (no float drift, no FPU), a
+//! concurrent withdrawal can never overspend, and 32-bit targets update it natively. gRPC A6
+//! itself keeps three decimals of `maxTokens` and `tokenRatio`, so thousandths lose nothing.
+//! The decision is a pure function of (balance, cost, floor); the atomic only stores it.
+
+use crate::retry::budget::{BudgetConfigError, RetryBudget};
+use crate::sync::{AtomicU32, Ordering};
+use crate::time::Instant;
+use crate::verdict::VerdictKind;
+
+/// An amount of retry tokens, in thousandths of a token.
+///
+/// ```
+/// use resilix::retry::budget::Tokens;
+///
+/// assert_eq!(Tokens::whole(5), Tokens::milli(5_000));
+/// assert_eq!(Tokens::milli(100).as_milli(), 100); // gRPC's tokenRatio 0.1
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Tokens(u32);
+
+impl Tokens {
+    /// No tokens.
+    pub const ZERO: Tokens = Tokens(0);
+
+    /// `n` whole tokens, saturating at `u32::MAX` thousandths (about 4.29 million tokens).
+    pub const fn whole(n: u32) -> Tokens {
+        Tokens(n.saturating_mul(1000))
+    }
+
+    /// `n` thousandths of a token.
+    pub const fn milli(n: u32) -> Tokens {
+        Tokens(n)
+    }
+
+    /// The amount in thousandths of a token.
+    pub const fn as_milli(self) -> u32 {
+        self.0
+    }
+}
+
+/// What a retry is charged for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Charge {
+    /// Every retryable failure costs, retried or not, and a retry is granted only if the
+    /// balance after the charge is still at or above the floor (gRPC A6: "every failed RPC
+    /// will decrement the token_count"; grpc-go charges before comparing). The bucket then
+    /// tracks the failure ratio, and a refused failure still drains it.
+    EveryFailure,
+    /// Only a granted retry costs; a refused one leaves the balance alone (the AWS SDK: the
+    /// retry token is acquired only if `capacity − cost ≥ 0`; Brooker's adaptive retries).
+    GrantedRetry,
+}
+
+/// What a call that succeeds after retrying gives back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RetrySuccess {
+    /// Deposit this amount (gRPC: `tokenRatio` for every successful RPC, retried or not).
+    Deposit(Tokens),
+    /// Refund the cost of the retry that succeeded (the AWS SDK).
+    RefundCost,
+}
+
+/// A token bucket's settings. Use a preset or fill every field; [`TokenBucket::new`] checks
+/// them.
+///
+/// ```
+/// use resilix::retry::budget::{TokenBucketConfig, Tokens};
+///
+/// let grpc = TokenBucketConfig::grpc(Tokens::whole(10), Tokens::milli(100))?;
+/// assert_eq!(grpc, TokenBucketConfig::GRPC_A6_EXAMPLE);
+/// // Retries stop when the balance is not above maxTokens / 2.
+/// assert_eq!(grpc.floor, Tokens::milli(5_001));
+/// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TokenBucketConfig {
+    /// The most the bucket holds.
+    pub capacity: Tokens,
+    /// What it holds at construction.
+    pub initial: Tokens,
+    /// The cost of a retry after an overload or a transient failure.
+    pub retry_cost: Tokens,
+    /// The cost of a retry after a timeout.
+    pub timeout_retry_cost: Tokens,
+    /// Deposited when a call succeeds at its first attempt.
+    pub first_try_success: Tokens,
+    /// What a call that succeeds after retrying gives back.
+    pub retry_success: RetrySuccess,
+    /// A retry is granted only if the balance minus its cost stays at or above this.
+    pub floor: Tokens,
+    /// Whether every retryable failure costs, or only granted retries.
+    pub charge: Charge,
+}
+
+impl TokenBucketConfig {
+    /// gRPC A6's example `"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}`: from a
+    /// full bucket of 10 with every attempt failing, exactly 4 retries (9, 8, 7, 6) and then
+    /// throttled at 5; from 5.0, 11 successes before the next retry.
+    pub const GRPC_A6_EXAMPLE: TokenBucketConfig =
+        match TokenBucketConfig::grpc(Tokens::milli(10_000), Tokens::milli(100)) {
+            Ok(c) => c,
+            Err(_) => panic!("the A6 example is valid"),
+        };
+
+    /// The AWS SDK standard retry mode's quota (before the 2026 change): 500 tokens, starting
+    /// full; a retry costs 5, a retry after a timeout 10; a first-try success deposits 1, a
+    /// successful retry refunds its cost. From a full bucket with everything failing: 100
+    /// retries (50 after timeouts).
+    pub const AWS_SDK_STANDARD: TokenBucketConfig = TokenBucketConfig {
+        capacity: Tokens::whole(500),
+        initial: Tokens::whole(500),
+        retry_cost: Tokens::whole(5),
+        timeout_retry_cost: Tokens::whole(10),
+        first_try_success: Tokens::whole(1),
+        retry_success: RetrySuccess::RefundCost,
+        floor: Tokens::ZERO,
+        charge: Charge::GrantedRetry,
+    };
+
+    /// Brooker's "adaptive" strategy as simulated (2022): capacity 5 starting full, each retry
+    /// costs 1 and needs more than one whole token (`bucket > 1.0`), each success deposits
+    /// 0.1. (His code deposits on every first try; the post's prose, and this preset, on
+    /// success.)
+    pub const BROOKER_2022: TokenBucketConfig = TokenBucketConfig {
+        capacity: Tokens::whole(5),
+        initial: Tokens::whole(5),
+        retry_cost: Tokens::whole(1),
+        timeout_retry_cost: Tokens::whole(1),
+        first_try_success: Tokens::milli(100),
+        retry_success: RetrySuccess::Deposit(Tokens::milli(100)),
+        floor: Tokens::milli(1),
+        charge: Charge::GrantedRetry,
+    };
+
+    /// gRPC A6 retry throttling with `maxTokens` and `tokenRatio` (both to three decimals,
+    /// as A6 keeps them): the bucket starts full, every retryable failure costs one token,
+    /// every successful RPC deposits `tokenRatio`, and retries are allowed while the balance
+    /// after the failure's charge is above `maxTokens / 2`. A6 requires `maxTokens` in
+    /// (0, 1000] and `tokenRatio` > 0.
+    pub const fn grpc(max_tokens: Tokens, token_ratio: Tokens) -> Result<Self, BudgetConfigError> {
+        if max_tokens.0 == 0 || max_tokens.0 > 1_000_000 {
+            return Err(BudgetConfigError::GrpcMaxTokensOutOfRange);
+        }
+        if token_ratio.0 == 0 {
+            return Err(BudgetConfigError::GrpcZeroTokenRatio);
+        }
+        Ok(TokenBucketConfig {
+            capacity: max_tokens,
+            initial: max_tokens,
+            retry_cost: Tokens::whole(1),
+            timeout_retry_cost: Tokens::whole(1),
+            first_try_success: token_ratio,
+            retry_success: RetrySuccess::Deposit(token_ratio),
+            // "token_count > maxTokens / 2" over integer thousandths t and m:
+            // t > m / 2 ⇔ 2t > m ⇔ t ≥ ⌊m / 2⌋ + 1.
+            floor: Tokens(max_tokens.0 / 2 + 1),
+            charge: Charge::EveryFailure,
+        })
+    }
+
+    const fn validate(&self) -> Result<(), BudgetConfigError> {
+        if self.capacity.0 == 0 {
+            return Err(BudgetConfigError::ZeroCapacity);
+        }
+        if self.initial.0 > self.capacity.0 {
+            return Err(BudgetConfigError::InitialAboveCapacity);
+        }
+        if self.retry_cost.0 == 0 || self.timeout_retry_cost.0 == 0 {
+            return Err(BudgetConfigError::ZeroCost);
+        }
+        let cheapest = if self.retry_cost.0 < self.timeout_retry_cost.0 {
+            self.retry_cost.0
+        } else {
+            self.timeout_retry_cost.0
+        };
+        if self.floor.0 as u64 + cheapest as u64 > self.capacity.0 as u64 {
+            return Err(BudgetConfigError::FloorUnreachable);
+        }
+        Ok(())
+    }
+
+    const fn cost(&self, after: VerdictKind) -> u32 {
+        match after {
+            VerdictKind::Timeout => self.timeout_retry_cost.0,
+            _ => self.retry_cost.0,
+        }
+    }
+}
+
+/// The pure rule: is a retry of `cost` granted from `balance`, and what is the balance after?
+const fn spend(balance: u32, cost: u32, floor: u32, charge: Charge) -> (u32, bool) {
+    let granted = balance as u64 >= cost as u64 + floor as u64;
+    match charge {
+        Charge::EveryFailure => (balance.saturating_sub(cost), granted),
+        Charge::GrantedRetry if granted => (balance - cost, true),
+        Charge::GrantedRetry => (balance, false),
+    }
+}
+
+/// The pure rule for a deposit: add, never above capacity.
+const fn deposit(balance: u32, amount: u32, capacity: u32) -> u32 {
+    let sum = balance.saturating_add(amount);
+    if sum < capacity { sum } else { capacity }
+}
+
+/// A retry token bucket. See the [module docs](self) and [`TokenBucketConfig`]'s presets.
+///
+/// ```
+/// use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig};
+/// use resilix::time::Instant;
+/// use resilix::VerdictKind;
+///
+/// static BUDGET: TokenBucket = match TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE) {
+///     Ok(b) => b,
+///     Err(_) => panic!(),
+/// };
+/// let granted = (0..10).filter(|_| BUDGET.try_spend(Instant::ZERO, VerdictKind::Transient)).count();
+/// assert_eq!(granted, 4); // 9, 8, 7, 6 — then 5 is not above maxTokens / 2
+/// ```
+#[derive(Debug)]
+pub struct TokenBucket {
+    balance: AtomicU32,
+    config: TokenBucketConfig,
+}
+
+impl TokenBucket {
+    crate::sync::const_fn_unless_loom! {
+        /// A bucket with `config`, holding `config.initial`.
+        pub fn new(config: TokenBucketConfig) -> Result<Self, BudgetConfigError> {
+            if let Err(e) = config.validate() {
+                return Err(e);
+            }
+            Ok(TokenBucket { balance: AtomicU32::new(config.initial.0), config })
+        }
+    }
+
+    /// The balance now (a snapshot).
+    pub fn balance(&self) -> Tokens {
+        Tokens(self.balance.load(Ordering::Acquire))
+    }
+
+    /// The settings.
+    pub const fn config(&self) -> &TokenBucketConfig {
+        &self.config
+    }
+
+    fn charge_only(&self, after: VerdictKind) {
+        let cost = self.config.cost(after);
+        let _ = self
+            .balance
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(cost))
+            });
+    }
+
+    fn add(&self, amount: u32) {
+        let capacity = self.config.capacity.0;
+        let _ = self
+            .balance
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(deposit(b, amount, capacity))
+            });
+    }
+}
+
+impl RetryBudget for TokenBucket {
+    fn record_first_attempt(&self, _now: Instant) {}
+
+    fn try_spend(&self, _now: Instant, after: VerdictKind) -> bool {
+        let (cost, floor, charge) = (
+            self.config.cost(after),
+            self.config.floor.0,
+            self.config.charge,
+        );
+        let mut granted = false;
+        // The closure may run several times under contention; only the run whose
+        // compare-and-swap lands decides `granted`.
+        let _ = self
+            .balance
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                let (after, ok) = spend(b, cost, floor, charge);
+                granted = ok;
+                if after == b { None } else { Some(after) }
+            });
+        granted
+    }
+
+    fn record_unretried_failure(&self, _now: Instant, after: VerdictKind) {
+        if let Charge::EveryFailure = self.config.charge {
+            self.charge_only(after);
+        }
+    }
+
+    fn record_success(&self, _now: Instant, retried_after: Option<VerdictKind>) {
+        let amount = match (retried_after, self.config.retry_success) {
+            (None, _) => self.config.first_try_success.0,
+            (Some(_), RetrySuccess::Deposit(t)) => t.0,
+            (Some(kind), RetrySuccess::RefundCost) => self.config.cost(kind),
+        };
+        if amount != 0 {
+            self.add(amount);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const T: VerdictKind = VerdictKind::Transient;
+    const NOW: Instant = Instant::ZERO;
+
+    fn drain(b: &TokenBucket, kind: VerdictKind) -> usize {
+        (0..100_000).take_while(|_| b.try_spend(NOW, kind)).count()
+    }
+
+    #[test]
+    fn grpc_a6_from_ten_tokens_exactly_four_retries() {
+        let b = TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE).unwrap();
+        let mut seen = [0u32; 5];
+        for s in &mut seen {
+            let _ = b.try_spend(NOW, T);
+            *s = b.balance().as_milli();
+        }
+        assert_eq!(seen, [9_000, 8_000, 7_000, 6_000, 5_000]);
+        let fresh = TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE).unwrap();
+        assert_eq!(drain(&fresh, T), 4);
+        assert_eq!(
+            fresh.balance(),
+            Tokens::whole(5),
+            "the refused failure was charged"
+        );
+    }
+
+    #[test]
+    fn grpc_a6_recovery_from_five_takes_eleven_successes() {
+        for (successes, retried) in [(10u32, false), (11, true)] {
+            let b = TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE).unwrap();
+            assert_eq!(drain(&b, T), 4);
+            assert_eq!(b.balance(), Tokens::whole(5));
+            for _ in 0..successes {
+                b.record_success(NOW, None);
+            }
+            assert_eq!(b.try_spend(NOW, T), retried, "after {successes} successes");
+        }
+    }
+
+    #[test]
+    fn grpc_failures_drain_to_zero_and_never_below() {
+        let b = TokenBucket::new(TokenBucketConfig::GRPC_A6_EXAMPLE).unwrap();
+        for _ in 0..50 {
+            b.record_unretried_failure(NOW, T);
+        }
+        assert_eq!(b.balance(), Tokens::ZERO);
+        assert!(!b.try_spend(NOW, T));
+        assert_eq!(b.balance(), Tokens::ZERO);
+        // Deposits stop at capacity.
+        for _ in 0..1_000 {
+            b.record_success(NOW, Some(T));
+        }
+        assert_eq!(b.balance(), Tokens::whole(10));
+    }
+
+    #[test]
+    fn grpc_validation_follows_a6() {
+        assert_eq!(
+            TokenBucketConfig::grpc(Tokens::ZERO, Tokens::milli(1)),
+            Err(BudgetConfigError::GrpcMaxTokensOutOfRange)
+        );
+        assert_eq!(
+            TokenBucketConfig::grpc(Tokens::milli(1_000_001), Tokens::milli(1)),
+            Err(BudgetConfigError::GrpcMaxTokensOutOfRange)
+        );
+        assert_eq!(
+            TokenBucketConfig::grpc(Tokens::whole(10), Tokens::ZERO),
+            Err(BudgetConfigError::GrpcZeroTokenRatio)
+        );
+        let max = TokenBucketConfig::grpc(Tokens::whole(1000), Tokens::milli(1)).unwrap();
+        assert!(TokenBucket::new(max).is_ok());
+        // An odd number of thousandths: 10.001 / 2 = 5.0005, so 5.001 is the first allowed.
+        let odd = TokenBucketConfig::grpc(Tokens::milli(10_001), Tokens::milli(1)).unwrap();
+        assert_eq!(odd.floor, Tokens::milli(5_001));
+        // A one-token bucket can never retry (1 − 1 = 0 is not above 0.5): refused.
+        let one = TokenBucketConfig::grpc(Tokens::whole(1), Tokens::milli(100)).unwrap();
+        assert_eq!(
+            TokenBucket::new(one).err(),
+            Some(BudgetConfigError::FloorUnreachable)
+        );
+    }
+
+    #[test]
+    fn aws_sdk_quota_is_100_retries_or_50_after_timeouts() {
+        let b = TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap();
+        assert_eq!(drain(&b, T), 100);
+        assert_eq!(b.balance(), Tokens::ZERO);
+        let b = TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap();
+        assert_eq!(drain(&b, VerdictKind::Timeout), 50);
+    }
+
+    #[test]
+    fn aws_sdk_refill_five_first_try_successes_buy_one_retry() {
+        let b = TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap();
+        assert_eq!(drain(&b, T), 100);
+        for _ in 0..4 {
+            b.record_success(NOW, None);
+        }
+        assert!(!b.try_spend(NOW, T), "4 tokens do not pay for 5");
+        assert_eq!(
+            b.balance(),
+            Tokens::whole(4),
+            "a refused retry costs nothing"
+        );
+        b.record_success(NOW, None);
+        assert!(b.try_spend(NOW, T));
+        // A successful retry refunds its own cost (10 after a timeout).
+        b.record_success(NOW, Some(VerdictKind::Timeout));
+        assert_eq!(b.balance(), Tokens::whole(10));
+        // Unretried failures cost nothing in this mode.
+        b.record_unretried_failure(NOW, T);
+        assert_eq!(b.balance(), Tokens::whole(10));
+    }
+
+    #[test]
+    fn brooker_needs_more_than_one_whole_token() {
+        let b = TokenBucket::new(TokenBucketConfig::BROOKER_2022).unwrap();
+        assert_eq!(drain(&b, T), 4, "5 → 1: a retry needs bucket > 1.0");
+        for _ in 0..10 {
+            b.record_success(NOW, None);
+        }
+        assert_eq!(b.balance(), Tokens::whole(2));
+        assert!(b.try_spend(NOW, T));
+        assert!(!b.try_spend(NOW, T));
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let base = TokenBucketConfig::AWS_SDK_STANDARD;
+        let cases = [
+            (
+                TokenBucketConfig {
+                    capacity: Tokens::ZERO,
+                    initial: Tokens::ZERO,
+                    ..base
+                },
+                BudgetConfigError::ZeroCapacity,
+            ),
+            (
+                TokenBucketConfig {
+                    initial: Tokens::whole(501),
+                    ..base
+                },
+                BudgetConfigError::InitialAboveCapacity,
+            ),
+            (
+                TokenBucketConfig {
+                    retry_cost: Tokens::ZERO,
+                    ..base
+                },
+                BudgetConfigError::ZeroCost,
+            ),
+            (
+                TokenBucketConfig {
+                    timeout_retry_cost: Tokens::ZERO,
+                    ..base
+                },
+                BudgetConfigError::ZeroCost,
+            ),
+            (
+                TokenBucketConfig {
+                    floor: Tokens::whole(496),
+                    ..base
+                },
+                BudgetConfigError::FloorUnreachable,
+            ),
+        ];
+        for (config, error) in cases {
+            assert_eq!(TokenBucket::new(config).err(), Some(error), "{config:?}");
+        }
+        let edge = TokenBucketConfig {
+            floor: Tokens::whole(495),
+            ..base
+        };
+        let b = TokenBucket::new(edge).unwrap();
+        assert_eq!(
+            drain(&b, T),
+            1,
+            "floor + cost = capacity: exactly one retry"
+        );
+    }
+
+    #[test]
+    fn extreme_amounts_saturate() {
+        let huge = TokenBucketConfig {
+            capacity: Tokens::milli(u32::MAX),
+            initial: Tokens::milli(u32::MAX),
+            retry_cost: Tokens::milli(u32::MAX),
+            timeout_retry_cost: Tokens::milli(1),
+            first_try_success: Tokens::milli(u32::MAX),
+            retry_success: RetrySuccess::RefundCost,
+            floor: Tokens::ZERO,
+            charge: Charge::EveryFailure,
+        };
+        let b = TokenBucket::new(huge).unwrap();
+        b.record_success(NOW, None);
+        assert_eq!(b.balance(), Tokens::milli(u32::MAX));
+        assert!(b.try_spend(NOW, T));
+        assert!(!b.try_spend(NOW, T));
+        assert!(!b.try_spend(NOW, VerdictKind::Timeout));
+        assert_eq!(Tokens::whole(u32::MAX), Tokens::milli(u32::MAX));
+    }
+
+    #[test]
+    fn pure_rules() {
+        assert_eq!(spend(10, 1, 5, Charge::EveryFailure), (9, true));
+        assert_eq!(spend(5, 1, 5, Charge::EveryFailure), (4, false));
+        assert_eq!(spend(0, 1, 0, Charge::EveryFailure), (0, false));
+        assert_eq!(spend(5, 5, 0, Charge::GrantedRetry), (0, true));
+        assert_eq!(spend(4, 5, 0, Charge::GrantedRetry), (4, false));
+        assert_eq!(
+            spend(u32::MAX, u32::MAX, u32::MAX, Charge::GrantedRetry),
+            (u32::MAX, false)
+        );
+        assert_eq!(deposit(9, 5, 10), 10);
+        assert_eq!(deposit(u32::MAX, 5, u32::MAX), u32::MAX);
+    }
+}
