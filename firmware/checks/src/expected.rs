@@ -196,6 +196,39 @@ pub const BREAKER_STATES: &[u64] = &[
     0,
 ];
 
+/// `retry_jitter`
+pub const RETRY_JITTER: &[u64] = &[
+    2,
+    50141280370,
+    2,
+    50382630616,
+    3,
+    203,
+    3,
+    2,
+    50459944905,
+    2,
+    50863669299,
+    3,
+    203,
+    3,
+    2,
+    53877669299,
+    2,
+    56884669299,
+    3,
+    203,
+    3,
+];
+
+/// `throttler_and_rate_limiter`
+pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[
+    195,
+    105,
+    10,
+    100040704,
+];
+
 /// `limiter_adapts`
 pub const LIMITER_ADAPTS: &[u64] = &[
     2048,

@@ -51,6 +51,8 @@ pub const ALL: &[Check] = &[
     Check { name: "retry_after_parse", run: scenarios::classify::retry_after, expected: expected::RETRY_AFTER_PARSE },
     Check { name: "histogram", run: scenarios::histogram::quantiles, expected: expected::HISTOGRAM },
     Check { name: "breaker_states", run: scenarios::breaker::states, expected: expected::BREAKER_STATES },
+    Check { name: "retry_jitter", run: scenarios::retry::jitter, expected: expected::RETRY_JITTER },
+    Check { name: "throttler_and_rate_limiter", run: scenarios::retry::throttle_and_rate, expected: expected::THROTTLER_AND_RATE_LIMITER },
     Check { name: "limiter_adapts", run: scenarios::limiter::adapts, expected: expected::LIMITER_ADAPTS },
 ];
 
@@ -65,4 +67,24 @@ pub fn run_all(mut report: impl FnMut(&Check, &Result<(), Failure>)) -> u32 {
         report(check, &result);
     }
     failed
+}
+
+/// `size_of` every policy on the target this runs on (the firmware prints them on 32 bits).
+pub fn sizes() -> [(&'static str, usize); 12] {
+    use core::mem::size_of;
+    use resilix::{breaker, bulkhead, limiter, observe, rate_limit, retry, throttler};
+    [
+        ("Breaker (10 time buckets)", size_of::<breaker::Breaker>()),
+        ("Breaker<CallRing<7>> (100 calls)", size_of::<breaker::Breaker<breaker::CallRing<7>>>()),
+        ("Bulkhead", size_of::<bulkhead::Bulkhead>()),
+        ("Limiter", size_of::<limiter::Limiter>()),
+        ("Throttler (20 buckets)", size_of::<throttler::Throttler>()),
+        ("RateLimiter", size_of::<rate_limit::RateLimiter>()),
+        ("KeyedRateLimiter<16>", size_of::<rate_limit::KeyedRateLimiter<16>>()),
+        ("Retry<Unlimited>", size_of::<retry::Retry>()),
+        ("RatioBudget (10 buckets)", size_of::<retry::budget::RatioBudget>()),
+        ("TokenBucket", size_of::<retry::budget::TokenBucket>()),
+        ("DurationHistogram (P=3)", size_of::<observe::DurationHistogram>()),
+        ("SeededRandom", size_of::<resilix::random::SeededRandom>()),
+    ]
 }

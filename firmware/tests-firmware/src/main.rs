@@ -22,6 +22,9 @@ fn run() -> ! {
         Ok(()) => hprintln!("check {} ... ok", check.name),
         Err(why) => hprintln!("check {} ... FAILED: {}", check.name, why),
     });
+    for (policy, bytes) in resilix_firmware_checks::sizes() {
+        hprintln!("size_of {}: {} B", policy, bytes);
+    }
     let total = resilix_firmware_checks::ALL.len() as u32;
     hprintln!("{} passed, {} failed", total - failed, failed);
     debug::exit(if failed == 0 { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });

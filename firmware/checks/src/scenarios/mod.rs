@@ -7,6 +7,7 @@ pub(crate) mod histogram;
 pub(crate) mod limiter;
 pub(crate) mod pipeline;
 pub(crate) mod random;
+pub(crate) mod retry;
 pub(crate) mod time;
 
 use core::time::Duration;

@@ -4,7 +4,7 @@
 use core::time::Duration;
 
 use resilix::time::{
-    Deadline, DeadlinePropagation, Instant, decode_grpc_timeout, encode_grpc_timeout,
+    Clock, Deadline, DeadlinePropagation, Instant, ManualClock, decode_grpc_timeout, encode_grpc_timeout,
     encode_millis,
 };
 
@@ -17,6 +17,10 @@ pub(crate) fn edges(t: &mut Trace) -> Result<(), &'static str> {
     ensure(Instant::ZERO - year == Instant::ZERO, "Instant::ZERO - 1 year does not saturate")?;
     // Backwards time is a zero duration, never a panic.
     ensure(Instant::from_millis(5) - Instant::from_millis(10) == Duration::ZERO, "backwards")?;
+    // The manual clock (an AtomicU64: portable-atomic's lock-based fallback on 32-bit cores,
+    // which is why no policy stores time in one) saturates too.
+    let clock = ManualClock::new(Instant::MAX - Duration::from_secs(1));
+    ensure(clock.advance(year) == Instant::MAX && clock.now() == Instant::MAX, "ManualClock wrapped")?;
     let far = Deadline::after(Instant::MAX - Duration::from_secs(1), year);
     ensure(far.instant() == Instant::MAX, "a deadline past the end does not saturate")?;
     t.push(nanos(far.remaining(Instant::ZERO)));

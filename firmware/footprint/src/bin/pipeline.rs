@@ -1,4 +1,6 @@
-//! A full pipeline as firmware would ship it: policies in `static`s, the seeded generator,
+//! A full pipeline as firmware would ship it: retry (jittered backoff, token-bucket budget),
+//! throttler, breaker, limiter, bulkhead, rate limiter and attempt timeout, policies in
+//! `static`s, the seeded generator,
 //! the synchronous retry driver (`Call`), the HTTP classifier, a duration histogram observer,
 //! and an attempt timeout. Verdicts come through `black_box`, so nothing is folded away.
 #![no_std]
@@ -16,6 +18,10 @@ use resilix::observe::DurationHistogram;
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
+use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
+use resilix::retry::{Retry, RetryConfig};
+use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 
 static BREAKER: Breaker = match Breaker::new(BreakerConfig::DEFAULT) {
@@ -26,15 +32,30 @@ static LIMITER: Limiter = match Limiter::new(LimiterConfig::gradient2()) {
     Ok(l) => l,
     Err(_) => panic!(),
 };
+static THROTTLER: Throttler = match Throttler::new(ThrottlerConfig::DEFAULT) {
+    Ok(t) => t,
+    Err(_) => panic!(),
+};
+static RATE: RateLimiter = match RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))) {
+    Ok(r) => r,
+    Err(_) => panic!(),
+};
+static BUDGET: TokenBucket = match TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD) {
+    Ok(b) => b,
+    Err(_) => panic!(),
+};
 static BULKHEAD: Bulkhead = Bulkhead::new(BulkheadConfig::DEFAULT);
 static LATENCY: DurationHistogram = DurationHistogram::new();
 
 #[cortex_m_rt::entry]
 fn main() -> ! {
     let pipeline = Pipeline::new()
+        .retry(Retry::new(RetryConfig::DEFAULT, &BUDGET))
+        .throttler(&THROTTLER)
         .breaker(&BREAKER)
         .limiter(&LIMITER)
         .bulkhead(&BULKHEAD)
+        .rate_limit(&RATE)
         .attempt_timeout(Duration::from_millis(250));
     let mut rng = SeededRandom::new(black_box(0x5EED));
     let mut now = Instant::ZERO;
