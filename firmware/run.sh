@@ -32,8 +32,9 @@ OUT="$HERE/target/cross-check"
 cd "$ROOT"
 
 TIMINGS=()
-step() {  # step NAME COMMAND...
+step() {  # step NAME COMMAND...   (ONLY=regex runs just the steps whose name matches)
   local name="$1"; shift
+  if [ -n "${ONLY:-}" ] && ! [[ "$name" =~ $ONLY ]]; then return 0; fi
   local start=$SECONDS
   echo "==> $name"
   if "$@"; then
@@ -66,32 +67,40 @@ wasm() {
     node "$HERE/wasm/check.mjs" "$OUT/wasm32-unknown-unknown/release/resilix_wasm.wasm"
 }
 
-# Section sizes of an ELF, from readelf (binutils reads any ELF): NAME=SIZE lines.
-sections() {
-  readelf -SW "$1" | awk '$1 ~ /^\[/ { sub(/^\[ *[0-9]+\] */, ""); print $1 "=" strtonum("0x" $5) }'
+# The size of one section of an ELF in bytes (0 if absent), from readelf (binutils reads
+# any ELF; no llvm-size needed).
+section() {
+  local hex
+  hex=$(readelf -SW "$1" | sed 's/^ *\[ *[0-9]*\] *//' | awk -v s="$2" '$1 == s { print $5 }')
+  echo $(( 16#${hex:-0} ))
 }
-section() { sections "$1" | awk -F= -v s="$2" '$1 == s { print $2; found = 1 } END { if (!found) print 0 }'; }
 
 footprint() {
   "$XC" -q --manifest-path "$MANIFEST" -p resilix-footprint -t thumbv7em-none-eabihf -- --profile footprint || return 1
   local dir="$OUT/thumbv7em-none-eabihf/footprint"
-  "$QEMU" "$dir/baseline" && "$QEMU" "$dir/pipeline" || { echo "footprint programs failed under QEMU"; return 1; }
-  local b p
+  "$QEMU" "$dir/baseline" && "$QEMU" "$dir/pipeline" && "$QEMU" "$dir/pipeline_histogram" \
+    || { echo "footprint programs failed under QEMU"; return 1; }
+  footprint_of pipeline "every policy, no observer" || return 1
+  footprint_of pipeline_histogram "the same + DurationHistogram observer" report-only
+}
+
+footprint_of() {  # PROGRAM DESCRIPTION [report-only]
+  local dir="$OUT/thumbv7em-none-eabihf/footprint"
   declare -A B P
   for s in .vector_table .text .rodata .data .bss; do
-    B[$s]=$(section "$dir/baseline" "$s"); P[$s]=$(section "$dir/pipeline" "$s")
+    B[$s]=$(section "$dir/baseline" "$s"); P[$s]=$(section "$dir/$1" "$s")
   done
   local flash_b=$(( B[.vector_table] + B[.text] + B[.rodata] + B[.data] ))
   local flash_p=$(( P[.vector_table] + P[.text] + P[.rodata] + P[.data] ))
   local ram_b=$(( B[.data] + B[.bss] )) ram_p=$(( P[.data] + P[.bss] ))
   local flash_d=$(( flash_p - flash_b )) ram_d=$(( ram_p - ram_b ))
-  printf 'footprint (thumbv7em-none-eabihf, opt-level "z", fat LTO), bytes:\n'
-  printf '  %-10s %8s %8s %8s %8s %8s\n' program .text .rodata .data .bss "flash / RAM"
-  printf '  %-10s %8s %8s %8s %8s %8s\n' baseline "${B[.text]}" "${B[.rodata]}" "${B[.data]}" "${B[.bss]}" "$flash_b / $ram_b"
-  printf '  %-10s %8s %8s %8s %8s %8s\n' pipeline "${P[.text]}" "${P[.rodata]}" "${P[.data]}" "${P[.bss]}" "$flash_p / $ram_p"
-  printf '  resilix (pipeline - baseline): flash %d B (.text %d + .rodata %d + .data image %d), RAM %d B\n' \
-    "$flash_d" $(( P[.text] - B[.text] )) $(( P[.rodata] - B[.rodata] )) $(( P[.data] - B[.data] )) "$ram_d"
-  if [ "$flash_d" -ge 12288 ]; then
+  printf 'footprint of %s: %s (thumbv7em-none-eabihf, opt-level "z", fat LTO), bytes:\n' "$1" "$2"
+  printf '  %-20s %8s %8s %8s %8s %14s\n' program .text .rodata .data .bss "flash / RAM"
+  printf '  %-20s %8s %8s %8s %8s %14s\n' baseline "${B[.text]}" "${B[.rodata]}" "${B[.data]}" "${B[.bss]}" "$flash_b / $ram_b"
+  printf '  %-20s %8s %8s %8s %8s %14s\n' "$1" "${P[.text]}" "${P[.rodata]}" "${P[.data]}" "${P[.bss]}" "$flash_p / $ram_p"
+  printf '  resilix = %s - baseline: flash %d B (.text %d + .rodata %d + .data image %d), RAM %d B\n' \
+    "$1" "$flash_d" $(( P[.text] - B[.text] )) $(( P[.rodata] - B[.rodata] )) $(( P[.data] - B[.data] )) "$ram_d"
+  if [ -z "${3:-}" ] && [ "$flash_d" -ge 12288 ]; then
     echo "footprint: a full pipeline takes $flash_d B of flash, over the 12 KiB goal"; return 1
   fi
 }
@@ -115,11 +124,14 @@ interrupt_safety() {
   # (b) Binary: portable-atomic's lock-based fallback (its global seqlock table) must not be
   # linked into the full pipeline on Cortex-M4F. Control: the test firmware, which uses
   # ManualClock's AtomicU64, must contain it, or this check could not see it.
-  local lock='portable_atomic.*fallback.*LOCKS'
-  if ! readelf -sW "$OUT/thumbv7em-none-eabihf/release/resilix-tests-firmware" | grep -qE "$lock"; then
+  # (grep -c, not grep -q: under pipefail an early exit would fail readelf with SIGPIPE.)
+  local lock='portable_atomic.*fallback.*LOCKS' control found
+  control=$(readelf -sW "$OUT/thumbv7em-none-eabihf/release/resilix-tests-firmware" | grep -cE "$lock" || true)
+  found=$(readelf -sW "$OUT/thumbv7em-none-eabihf/footprint/pipeline" | grep -cE "$lock" || true)
+  if [ "$control" = 0 ]; then
     echo "control failed: the seqlock table is not visible in the test firmware"; return 1
   fi
-  if readelf -sW "$OUT/thumbv7em-none-eabihf/footprint/pipeline" | grep -qE "$lock"; then
+  if [ "$found" != 0 ]; then
     echo "the full pipeline links portable-atomic's lock-based fallback"; return 1
   fi
   echo "interrupt safety: no 64-bit/lock-based atomics in policy code; no fallback lock in the pipeline binary (control sees it in the test firmware)"

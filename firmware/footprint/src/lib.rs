@@ -2,6 +2,8 @@
 //! message (that would pull in `core::fmt` and measure the formatter, not resilix).
 #![no_std]
 
+pub mod pipeline;
+
 use cortex_m_semihosting::debug;
 
 /// Ends the QEMU run with the program's verdict.

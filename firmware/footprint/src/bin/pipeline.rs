@@ -1,83 +1,8 @@
-//! A full pipeline as firmware would ship it: retry (jittered backoff, token-bucket budget),
-//! throttler, breaker, limiter, bulkhead, rate limiter and attempt timeout, policies in
-//! `static`s, the seeded generator,
-//! the synchronous retry driver (`Call`), the HTTP classifier, a duration histogram observer,
-//! and an attempt timeout. Verdicts come through `black_box`, so nothing is folded away.
+//! Every policy in one pipeline, driven by the retry loop, with no observer.
 #![no_std]
 #![no_main]
 
-use core::hint::black_box;
-use core::time::Duration;
-
-use resilix::breaker::{Breaker, Config as BreakerConfig};
-use resilix::bulkhead::{Bulkhead, BulkheadConfig};
-use resilix::call::{CallOptions, Next};
-use resilix::classify::http::classify_status;
-use resilix::limiter::{Limiter, LimiterConfig};
-use resilix::observe::DurationHistogram;
-use resilix::permit::Env;
-use resilix::pipeline::Pipeline;
-use resilix::random::SeededRandom;
-use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
-use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
-use resilix::retry::{Retry, RetryConfig};
-use resilix::throttler::{Throttler, ThrottlerConfig};
-use resilix::time::Instant;
-
-static BREAKER: Breaker = match Breaker::new(BreakerConfig::DEFAULT) {
-    Ok(b) => b,
-    Err(_) => panic!(),
-};
-static LIMITER: Limiter = match Limiter::new(LimiterConfig::gradient2()) {
-    Ok(l) => l,
-    Err(_) => panic!(),
-};
-static THROTTLER: Throttler = match Throttler::new(ThrottlerConfig::DEFAULT) {
-    Ok(t) => t,
-    Err(_) => panic!(),
-};
-static RATE: RateLimiter = match RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))) {
-    Ok(r) => r,
-    Err(_) => panic!(),
-};
-static BUDGET: TokenBucket = match TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD) {
-    Ok(b) => b,
-    Err(_) => panic!(),
-};
-static BULKHEAD: Bulkhead = Bulkhead::new(BulkheadConfig::DEFAULT);
-static LATENCY: DurationHistogram = DurationHistogram::new();
-
 #[cortex_m_rt::entry]
 fn main() -> ! {
-    let pipeline = Pipeline::new()
-        .retry(Retry::new(RetryConfig::DEFAULT, &BUDGET))
-        .throttler(&THROTTLER)
-        .breaker(&BREAKER)
-        .limiter(&LIMITER)
-        .bulkhead(&BULKHEAD)
-        .rate_limit(&RATE)
-        .attempt_timeout(Duration::from_millis(250));
-    let mut rng = SeededRandom::new(black_box(0x5EED));
-    let mut now = Instant::ZERO;
-    let mut done = 0u32;
-    for i in 0..100u64 {
-        let mut env = Env::new(now, &mut rng).with_observer(&LATENCY);
-        let mut call = pipeline.call(now, CallOptions::default());
-        loop {
-            let Ok(attempt) = call.admit(&mut env) else { break };
-            env.now = env.now + Duration::from_millis(black_box(5 + i % 7));
-            let status = black_box(if i % 9 == 0 { 503 } else { 200 });
-            match call.settle(attempt, &classify_status(status, None), &mut env) {
-                Next::Done => done += 1,
-                Next::RetryAt(at) => {
-                    env.now = at;
-                    continue;
-                }
-                Next::GiveUp(_) => {}
-            }
-            break;
-        }
-        now = env.now + Duration::from_millis(10);
-    }
-    resilix_footprint::exit(done > 0 && LATENCY.count() > 0)
+    resilix_footprint::exit(resilix_footprint::pipeline::drive(&()))
 }
