@@ -83,60 +83,16 @@ pub const TIME_EDGES: &[u64] = &[
 ];
 
 /// `pipeline_bulkhead`
-pub const PIPELINE_BULKHEAD: &[u64] = &[
-    2,
-    4,
-    1,
-    0,
-    15000000,
-    25000000,
-    4,
-    40000000,
-];
+pub const PIPELINE_BULKHEAD: &[u64] = &[2, 4, 1, 0, 15000000, 25000000, 4, 40000000];
 
 /// `call_deadline_and_no_retry`
-pub const CALL_DEADLINE_AND_NO_RETRY: &[u64] = &[
-    100000000,
-    3,
-    105,
-    0,
-    1,
-    1,
-    3,
-    201,
-    3,
-    201,
-];
+pub const CALL_DEADLINE_AND_NO_RETRY: &[u64] = &[100000000, 3, 105, 0, 1, 1, 3, 201, 3, 201];
 
 /// `execute_loop`
-pub const EXECUTE_LOOP: &[u64] = &[
-    201,
-    1,
-    50000000,
-    3,
-    2,
-];
+pub const EXECUTE_LOOP: &[u64] = &[201, 1, 50000000, 3, 2];
 
 /// `classify_http`
-pub const CLASSIFY_HTTP: &[u64] = &[
-    4,
-    1,
-    1,
-    1,
-    1,
-    2,
-    2,
-    5,
-    512259,
-    2,
-    4,
-    4,
-    512259,
-    5,
-    4,
-    4,
-    4,
-];
+pub const CLASSIFY_HTTP: &[u64] = &[4, 1, 1, 1, 1, 2, 2, 5, 512259, 2, 4, 4, 512259, 5, 4, 4, 4];
 
 /// `retry_after_parse`
 pub const RETRY_AFTER_PARSE: &[u64] = &[
@@ -168,33 +124,11 @@ pub const RETRY_AFTER_PARSE: &[u64] = &[
 
 /// `histogram`
 pub const HISTOGRAM: &[u64] = &[
-    200,
-    1052,
-    514851819,
-    1052,
-    557055,
-    79691775,
-    285212671,
-    514851819,
-    25857441,
+    200, 1052, 514851819, 1052, 557055, 79691775, 285212671, 514851819, 25857441,
 ];
 
 /// `breaker_states`
-pub const BREAKER_STATES: &[u64] = &[
-    2,
-    104501958400,
-    3,
-    1,
-    2,
-    113449073824,
-    3,
-    1,
-    4,
-    5,
-    1,
-    8,
-    0,
-];
+pub const BREAKER_STATES: &[u64] = &[2, 104501958400, 3, 1, 2, 113449073824, 3, 1, 4, 5, 1, 8, 0];
 
 /// `retry_jitter`
 pub const RETRY_JITTER: &[u64] = &[
@@ -222,40 +156,10 @@ pub const RETRY_JITTER: &[u64] = &[
 ];
 
 /// `throttler_and_rate_limiter`
-pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[
-    195,
-    105,
-    10,
-    100040704,
-];
+pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[195, 105, 10, 100040704];
 
 /// `limiter_adapts`
 pub const LIMITER_ADAPTS: &[u64] = &[
-    2048,
-    2048,
-    2048,
-    2048,
-    1843,
-    1210,
-    882,
-    643,
-    2,
-    2048,
-    2048,
-    2048,
-    2048,
-    1792,
-    768,
-    512,
-    512,
-    2,
-    2048,
-    2048,
-    2048,
-    2048,
-    1792,
-    768,
-    512,
-    512,
-    2,
+    2048, 2048, 2048, 2048, 1843, 1210, 882, 643, 2, 2048, 2048, 2048, 2048, 1792, 768, 512, 512,
+    2, 2048, 2048, 2048, 2048, 1792, 768, 512, 512, 2,
 ];

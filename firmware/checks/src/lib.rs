@@ -28,7 +28,9 @@ pub struct Check {
 impl Check {
     /// Runs the scenario and compares its trace with the host's.
     pub fn verify(&self) -> Result<(), Failure> {
-        self.record().map_err(Failure::Assertion)?.compare(self.expected)
+        self.record()
+            .map_err(Failure::Assertion)?
+            .compare(self.expected)
     }
 
     /// Runs the scenario and returns its trace (how the host computes [`expected`]).
@@ -41,19 +43,71 @@ impl Check {
 
 /// Every scenario, in the order the harnesses run them.
 pub const ALL: &[Check] = &[
-    Check { name: "random_pinned_vectors", run: scenarios::random::pinned, expected: expected::RANDOM_PINNED_VECTORS },
-    Check { name: "random_reference_recurrence", run: scenarios::random::reference, expected: expected::RANDOM_REFERENCE_RECURRENCE },
-    Check { name: "time_edges", run: scenarios::time::edges, expected: expected::TIME_EDGES },
-    Check { name: "pipeline_bulkhead", run: scenarios::pipeline::bulkhead, expected: expected::PIPELINE_BULKHEAD },
-    Check { name: "call_deadline_and_no_retry", run: scenarios::pipeline::call_deadline, expected: expected::CALL_DEADLINE_AND_NO_RETRY },
-    Check { name: "execute_loop", run: scenarios::pipeline::execute_loop, expected: expected::EXECUTE_LOOP },
-    Check { name: "classify_http", run: scenarios::classify::http, expected: expected::CLASSIFY_HTTP },
-    Check { name: "retry_after_parse", run: scenarios::classify::retry_after, expected: expected::RETRY_AFTER_PARSE },
-    Check { name: "histogram", run: scenarios::histogram::quantiles, expected: expected::HISTOGRAM },
-    Check { name: "breaker_states", run: scenarios::breaker::states, expected: expected::BREAKER_STATES },
-    Check { name: "retry_jitter", run: scenarios::retry::jitter, expected: expected::RETRY_JITTER },
-    Check { name: "throttler_and_rate_limiter", run: scenarios::retry::throttle_and_rate, expected: expected::THROTTLER_AND_RATE_LIMITER },
-    Check { name: "limiter_adapts", run: scenarios::limiter::adapts, expected: expected::LIMITER_ADAPTS },
+    Check {
+        name: "random_pinned_vectors",
+        run: scenarios::random::pinned,
+        expected: expected::RANDOM_PINNED_VECTORS,
+    },
+    Check {
+        name: "random_reference_recurrence",
+        run: scenarios::random::reference,
+        expected: expected::RANDOM_REFERENCE_RECURRENCE,
+    },
+    Check {
+        name: "time_edges",
+        run: scenarios::time::edges,
+        expected: expected::TIME_EDGES,
+    },
+    Check {
+        name: "pipeline_bulkhead",
+        run: scenarios::pipeline::bulkhead,
+        expected: expected::PIPELINE_BULKHEAD,
+    },
+    Check {
+        name: "call_deadline_and_no_retry",
+        run: scenarios::pipeline::call_deadline,
+        expected: expected::CALL_DEADLINE_AND_NO_RETRY,
+    },
+    Check {
+        name: "execute_loop",
+        run: scenarios::pipeline::execute_loop,
+        expected: expected::EXECUTE_LOOP,
+    },
+    Check {
+        name: "classify_http",
+        run: scenarios::classify::http,
+        expected: expected::CLASSIFY_HTTP,
+    },
+    Check {
+        name: "retry_after_parse",
+        run: scenarios::classify::retry_after,
+        expected: expected::RETRY_AFTER_PARSE,
+    },
+    Check {
+        name: "histogram",
+        run: scenarios::histogram::quantiles,
+        expected: expected::HISTOGRAM,
+    },
+    Check {
+        name: "breaker_states",
+        run: scenarios::breaker::states,
+        expected: expected::BREAKER_STATES,
+    },
+    Check {
+        name: "retry_jitter",
+        run: scenarios::retry::jitter,
+        expected: expected::RETRY_JITTER,
+    },
+    Check {
+        name: "throttler_and_rate_limiter",
+        run: scenarios::retry::throttle_and_rate,
+        expected: expected::THROTTLER_AND_RATE_LIMITER,
+    },
+    Check {
+        name: "limiter_adapts",
+        run: scenarios::limiter::adapts,
+        expected: expected::LIMITER_ADAPTS,
+    },
 ];
 
 /// Runs every check, reporting each result to `report`; returns how many failed.
@@ -75,16 +129,28 @@ pub fn sizes() -> [(&'static str, usize); 12] {
     use resilix::{breaker, bulkhead, limiter, observe, rate_limit, retry, throttler};
     [
         ("Breaker (10 time buckets)", size_of::<breaker::Breaker>()),
-        ("Breaker<CallRing<7>> (100 calls)", size_of::<breaker::Breaker<breaker::CallRing<7>>>()),
+        (
+            "Breaker<CallRing<7>> (100 calls)",
+            size_of::<breaker::Breaker<breaker::CallRing<7>>>(),
+        ),
         ("Bulkhead", size_of::<bulkhead::Bulkhead>()),
         ("Limiter", size_of::<limiter::Limiter>()),
         ("Throttler (20 buckets)", size_of::<throttler::Throttler>()),
         ("RateLimiter", size_of::<rate_limit::RateLimiter>()),
-        ("KeyedRateLimiter<16>", size_of::<rate_limit::KeyedRateLimiter<16>>()),
+        (
+            "KeyedRateLimiter<16>",
+            size_of::<rate_limit::KeyedRateLimiter<16>>(),
+        ),
         ("Retry<Unlimited>", size_of::<retry::Retry>()),
-        ("RatioBudget (10 buckets)", size_of::<retry::budget::RatioBudget>()),
+        (
+            "RatioBudget (10 buckets)",
+            size_of::<retry::budget::RatioBudget>(),
+        ),
         ("TokenBucket", size_of::<retry::budget::TokenBucket>()),
-        ("DurationHistogram (P=3)", size_of::<observe::DurationHistogram>()),
+        (
+            "DurationHistogram (P=3)",
+            size_of::<observe::DurationHistogram>(),
+        ),
         ("SeededRandom", size_of::<resilix::random::SeededRandom>()),
     ]
 }

@@ -19,7 +19,11 @@ impl Default for Trace {
 impl Trace {
     /// An empty trace.
     pub const fn new() -> Self {
-        Trace { values: [0; CAPACITY], len: 0, overflowed: false }
+        Trace {
+            values: [0; CAPACITY],
+            len: 0,
+            overflowed: false,
+        }
     }
 
     /// Records one value.
@@ -51,11 +55,18 @@ impl Trace {
         let got = self.values();
         for (index, (&g, &want)) in got.iter().zip(expected).enumerate() {
             if g != want {
-                return Err(Failure::Mismatch { index, got: g, want });
+                return Err(Failure::Mismatch {
+                    index,
+                    got: g,
+                    want,
+                });
             }
         }
         if got.len() != expected.len() {
-            return Err(Failure::Length { got: got.len(), want: expected.len() });
+            return Err(Failure::Length {
+                got: got.len(),
+                want: expected.len(),
+            });
         }
         Ok(())
     }

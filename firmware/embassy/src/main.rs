@@ -18,6 +18,7 @@ use core::time::Duration;
 
 use cortex_m_semihosting::{debug, hprintln};
 use embassy_executor::Spawner;
+use resilix::Verdict;
 use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
@@ -28,7 +29,6 @@ use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
 use resilix::retry::GiveUpReason;
 use resilix::time::{Clock, Instant};
-use resilix::Verdict;
 use resilix_embassy::{EmbassyClock, to_embassy};
 
 use crate::retry::FixedBackoff;
@@ -79,7 +79,10 @@ enum I2cError {
 }
 
 /// A sensor read that takes `took` and then answers `result`, or never answers.
-async fn read_sensor(took: Duration, result: Option<Result<u16, I2cError>>) -> Result<u16, I2cError> {
+async fn read_sensor(
+    took: Duration,
+    result: Option<Result<u16, I2cError>>,
+) -> Result<u16, I2cError> {
     embassy_time::Timer::after(embassy_time::Duration::from_micros(took.as_micros() as u64)).await;
     match result {
         Some(r) => r,
@@ -95,7 +98,10 @@ struct Outcome<T> {
 async fn timed<F: Future>(f: F) -> Outcome<F::Output> {
     let start = embassy_time::Instant::now();
     let result = f.await;
-    Outcome { result, elapsed_ms: start.elapsed().as_millis() }
+    Outcome {
+        result,
+        elapsed_ms: start.elapsed().as_millis(),
+    }
 }
 
 fn check(ok: bool, what: &str, failures: &mut u32) {
@@ -115,7 +121,10 @@ async fn main(_spawner: Spawner) {
     let classifier = ResultClassifier::new();
     let mut rng = SeededRandom::new(0xE3BA_5500);
     let pipeline = Pipeline::new()
-        .retry(FixedBackoff { attempts: 4, delay: Duration::from_millis(20) })
+        .retry(FixedBackoff {
+            attempts: 4,
+            delay: Duration::from_millis(20),
+        })
         .breaker(&BREAKER)
         .bulkhead(&BULKHEAD)
         .attempt_timeout(Duration::from_millis(10));
@@ -123,45 +132,100 @@ async fn main(_spawner: Spawner) {
     // 1. Two NACKs, then a reading: 3 ms + 20 + 3 ms + 20 + 3 ms = 49 ms.
     let mut script = [Err(I2cError::Nack), Err(I2cError::Nack), Ok(0x2A5)].into_iter();
     let mut reads = 0;
-    let out = timed(execute(&pipeline, &timer, &mut rng, &(), CallOptions::default(), &classifier, || {
-        reads += 1;
-        read_sensor(Duration::from_millis(3), script.next())
-    }))
+    let out = timed(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || {
+            reads += 1;
+            read_sensor(Duration::from_millis(3), script.next())
+        },
+    ))
     .await;
-    hprintln!("flaky read: {:?} after {} reads in {} ms", out.result, reads, out.elapsed_ms);
-    check(out.result == Ok(Ok(0x2A5)) && reads == 3, "flaky_read_succeeds_on_third_attempt", &mut failures);
-    check((49..=51).contains(&out.elapsed_ms), "flaky_read_takes_49ms", &mut failures);
+    hprintln!(
+        "flaky read: {:?} after {} reads in {} ms",
+        out.result,
+        reads,
+        out.elapsed_ms
+    );
+    check(
+        out.result == Ok(Ok(0x2A5)) && reads == 3,
+        "flaky_read_succeeds_on_third_attempt",
+        &mut failures,
+    );
+    check(
+        (49..=51).contains(&out.elapsed_ms),
+        "flaky_read_takes_49ms",
+        &mut failures,
+    );
 
     // 2. The sensor hangs: each attempt is cut at its 10 ms deadline and the hung future is
     // dropped; idempotent, so timeouts are retried: 4 × 10 ms + 3 × 20 ms = 100 ms.
     let mut reads = 0;
-    let out = timed(execute(&pipeline, &timer, &mut rng, &(), CallOptions::default().idempotent(true), &classifier, || {
-        reads += 1;
-        read_sensor(Duration::from_millis(1), None)
-    }))
+    let out = timed(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default().idempotent(true),
+        &classifier,
+        || {
+            reads += 1;
+            read_sensor(Duration::from_millis(1), None)
+        },
+    ))
     .await;
     hprintln!("hung read: {} reads in {} ms", reads, out.elapsed_ms);
     check(
         matches!(
             out.result,
-            Err(ExecuteError::GaveUp { reason: GiveUpReason::AttemptsExhausted { attempts: 4 }, attempts: 4, last: Attempted::TimedOut })
+            Err(ExecuteError::GaveUp {
+                reason: GiveUpReason::AttemptsExhausted { attempts: 4 },
+                attempts: 4,
+                last: Attempted::TimedOut
+            })
         ),
         "hung_read_times_out_four_times",
         &mut failures,
     );
-    check((100..=103).contains(&out.elapsed_ms), "hung_read_takes_100ms", &mut failures);
-    check(BULKHEAD.held() == 0, "timed_out_attempts_gave_their_slots_back", &mut failures);
+    check(
+        (100..=103).contains(&out.elapsed_ms),
+        "hung_read_takes_100ms",
+        &mut failures,
+    );
+    check(
+        BULKHEAD.held() == 0,
+        "timed_out_attempts_gave_their_slots_back",
+        &mut failures,
+    );
 
     // 3. Not idempotent: a timeout is final after one attempt.
     let mut reads = 0;
-    let out = timed(execute(&pipeline, &timer, &mut rng, &(), CallOptions::default(), &classifier, || {
-        reads += 1;
-        read_sensor(Duration::from_millis(1), None)
-    }))
+    let out = timed(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || {
+            reads += 1;
+            read_sensor(Duration::from_millis(1), None)
+        },
+    ))
     .await;
     check(
-        matches!(out.result, Err(ExecuteError::GaveUp { reason: GiveUpReason::NotRetryable(_), attempts: 1, .. }))
-            && (10..=11).contains(&out.elapsed_ms),
+        matches!(
+            out.result,
+            Err(ExecuteError::GaveUp {
+                reason: GiveUpReason::NotRetryable(_),
+                attempts: 1,
+                ..
+            })
+        ) && (10..=11).contains(&out.elapsed_ms),
         "non_idempotent_timeout_not_retried",
         &mut failures,
     );
@@ -170,12 +234,25 @@ async fn main(_spawner: Spawner) {
     // a dead sensor's 2nd NACK is the 10th call (the minimum) and opens it: the retry that
     // follows is refused at once with circuit-open and the instant of the first probe.
     let mut reads = 0;
-    let out = timed(execute(&pipeline, &timer, &mut rng, &(), CallOptions::default(), &classifier, || {
-        reads += 1;
-        read_sensor(Duration::from_millis(2), Some(Err(I2cError::Nack)))
-    }))
+    let out = timed(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || {
+            reads += 1;
+            read_sensor(Duration::from_millis(2), Some(Err(I2cError::Nack)))
+        },
+    ))
     .await;
-    hprintln!("dead sensor: {} reads, breaker {:?}, {} ms", reads, BREAKER.state(), out.elapsed_ms);
+    hprintln!(
+        "dead sensor: {} reads, breaker {:?}, {} ms",
+        reads,
+        BREAKER.state(),
+        out.elapsed_ms
+    );
     let refused = out.result.as_ref().err().and_then(|e| e.rejection());
     check(
         reads == 2
@@ -188,13 +265,26 @@ async fn main(_spawner: Spawner) {
     // 5. After the open wait (5 s, no jitter here), a probe succeeds and closes it.
     let retry_at = refused.and_then(|r| r.retry_at()).unwrap_or(Instant::MAX);
     EmbassyTimer.sleep_until(retry_at).await;
-    let out = timed(execute(&pipeline, &timer, &mut rng, &(), CallOptions::default(), &classifier, || {
-        read_sensor(Duration::from_millis(2), Some(Ok(7)))
-    }))
+    let out = timed(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || read_sensor(Duration::from_millis(2), Some(Ok(7))),
+    ))
     .await;
-    check(out.result == Ok(Ok(7)) && BREAKER.state() == CircuitState::Closed, "probe_after_open_wait_closes", &mut failures);
+    check(
+        out.result == Ok(Ok(7)) && BREAKER.state() == CircuitState::Closed,
+        "probe_after_open_wait_closes",
+        &mut failures,
+    );
 
-    let (isr, isr_breaker) = (ISR_CALLS.load(Ordering::Relaxed), ISR_BREAKER_CALLS.load(Ordering::Relaxed));
+    let (isr, isr_breaker) = (
+        ISR_CALLS.load(Ordering::Relaxed),
+        ISR_BREAKER_CALLS.load(Ordering::Relaxed),
+    );
     hprintln!(
         "interrupt-context calls: {} through the bulkhead, {} also through the breaker (max held seen {})",
         isr,
@@ -202,11 +292,23 @@ async fn main(_spawner: Spawner) {
         ISR_MAX_HELD.load(Ordering::Relaxed)
     );
     // ~5.3 s at one call per 10 ms; the breaker refuses the interrupt too while open.
-    check(isr > 400 && isr_breaker > 10, "systick_isr_admits_and_settles", &mut failures);
-    check(ISR_MAX_HELD.load(Ordering::Relaxed) <= 2, "bulkhead_cap_holds_across_interrupts", &mut failures);
+    check(
+        isr > 400 && isr_breaker > 10,
+        "systick_isr_admits_and_settles",
+        &mut failures,
+    );
+    check(
+        ISR_MAX_HELD.load(Ordering::Relaxed) <= 2,
+        "bulkhead_cap_holds_across_interrupts",
+        &mut failures,
+    );
 
     hprintln!("{} failed", failures);
-    debug::exit(if failures == 0 { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    debug::exit(if failures == 0 {
+        debug::EXIT_SUCCESS
+    } else {
+        debug::EXIT_FAILURE
+    });
 }
 
 /// Called from the SysTick handler every 10 ms: one call through the shared policies, from
@@ -218,11 +320,16 @@ pub(crate) fn interrupt_call(now: Instant) {
     let n = ISR_CALLS.fetch_add(1, Ordering::Relaxed);
     let mut rng = SeededRandom::new(u64::from(n));
     let mut env = Env::new(now, &mut rng);
-    let Ok(bulkhead) = BULKHEAD.admit(&mut env) else { return };
+    let Ok(bulkhead) = BULKHEAD.admit(&mut env) else {
+        return;
+    };
     ISR_MAX_HELD.fetch_max(BULKHEAD.held(), Ordering::Relaxed);
     if let Ok(breaker) = BREAKER.admit(&mut env) {
         if n % 2 == 0 {
-            breaker.settle(&Verdict::Rejected(resilix::RejectReason::BulkheadFull), &mut env);
+            breaker.settle(
+                &Verdict::Rejected(resilix::RejectReason::BulkheadFull),
+                &mut env,
+            );
         } else {
             drop(breaker);
         }

@@ -30,7 +30,9 @@ impl RetryPolicy for FixedBackoff {
             return decision;
         }
         if outcome.attempt >= self.attempts {
-            return RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted { attempts: outcome.attempt });
+            return RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted {
+                attempts: outcome.attempt,
+            });
         }
         let at = env.now + self.delay;
         match outcome.deadline {

@@ -8,7 +8,11 @@ use cortex_m_semihosting::debug;
 
 /// Ends the QEMU run with the program's verdict.
 pub fn exit(ok: bool) -> ! {
-    debug::exit(if ok { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    debug::exit(if ok {
+        debug::EXIT_SUCCESS
+    } else {
+        debug::EXIT_FAILURE
+    });
     #[allow(clippy::empty_loop)]
     loop {}
 }

@@ -34,7 +34,8 @@ pub static THROTTLER: Throttler = match Throttler::new(ThrottlerConfig::DEFAULT)
     Ok(t) => t,
     Err(_) => panic!(),
 };
-pub static RATE: RateLimiter = match RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))) {
+pub static RATE: RateLimiter = match RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000)))
+{
     Ok(r) => r,
     Err(_) => panic!(),
 };
@@ -43,7 +44,6 @@ pub static BUDGET: TokenBucket = match TokenBucket::new(TokenBucketConfig::AWS_S
     Err(_) => panic!(),
 };
 pub static BULKHEAD: Bulkhead = Bulkhead::new(BulkheadConfig::DEFAULT);
-
 
 /// Drives 100 calls through the pipeline; `true` when some succeeded.
 pub fn drive<O: Observer>(observer: &O) -> bool {
@@ -62,7 +62,9 @@ pub fn drive<O: Observer>(observer: &O) -> bool {
         let mut env = Env::new(now, &mut rng).with_observer(observer);
         let mut call = pipeline.call(now, CallOptions::default());
         loop {
-            let Ok(attempt) = call.admit(&mut env) else { break };
+            let Ok(attempt) = call.admit(&mut env) else {
+                break;
+            };
             env.now = env.now + Duration::from_millis(black_box(5 + i % 7));
             let status = black_box(if i % 9 == 0 { 503 } else { 200 });
             match call.settle(attempt, &classify_status(status, None), &mut env) {

@@ -27,7 +27,11 @@ fn run() -> ! {
     }
     let total = resilix_firmware_checks::ALL.len() as u32;
     hprintln!("{} passed, {} failed", total - failed, failed);
-    debug::exit(if failed == 0 { debug::EXIT_SUCCESS } else { debug::EXIT_FAILURE });
+    debug::exit(if failed == 0 {
+        debug::EXIT_SUCCESS
+    } else {
+        debug::EXIT_FAILURE
+    });
     #[allow(clippy::empty_loop)]
     loop {}
 }

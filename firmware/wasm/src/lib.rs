@@ -29,8 +29,8 @@ use resilix::bulkhead::{Bulkhead, BulkheadConfig, BulkheadPermit};
 use resilix::classify::http::classify_status;
 use resilix::classify::retry_after::parse_delay;
 use resilix::observe::DurationHistogram;
-use resilix::pipeline::Pipeline;
 use resilix::permit::{Env, Permit, Policy};
+use resilix::pipeline::Pipeline;
 use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
 use resilix::{RejectReason, Verdict, VerdictKind};
@@ -75,7 +75,8 @@ pub extern "C" fn check_run(i: u32) -> u32 {
 
 #[unsafe(no_mangle)]
 pub extern "C" fn check_name_ptr(i: u32) -> *const u8 {
-    ALL.get(i as usize).map_or(core::ptr::null(), |c| c.name.as_ptr())
+    ALL.get(i as usize)
+        .map_or(core::ptr::null(), |c| c.name.as_ptr())
 }
 
 #[unsafe(no_mangle)]
@@ -120,7 +121,11 @@ fn verdict_of(status: u32, retry_after: Option<Duration>) -> Verdict {
 pub extern "C" fn rx_classify(status: u32, len: u32, now_unix_secs: u64) -> u64 {
     let buffer = BUFFER.0.borrow();
     let header = buffer.get(..len as usize).unwrap_or(&[]);
-    let retry_after = if header.is_empty() { None } else { parse_delay(header, now_unix_secs) };
+    let retry_after = if header.is_empty() {
+        None
+    } else {
+        parse_delay(header, now_unix_secs)
+    };
     verdict_code(&verdict_of(status, retry_after))
 }
 
@@ -136,7 +141,9 @@ pub extern "C" fn rx_admit(now_ms: u64) -> i32 {
     let mut rng = RNG.0.borrow_mut();
     let Some(rng) = rng.as_mut() else { return -1 };
     let mut permits = PERMITS.0.borrow_mut();
-    let Some(slot) = permits.iter().position(Option::is_none) else { return -2 };
+    let Some(slot) = permits.iter().position(Option::is_none) else {
+        return -2;
+    };
     let mut env = Env::new(Instant::from_millis(now_ms), rng);
     match (&BULKHEAD).admit(&mut env) {
         Ok(permit) => {
@@ -162,7 +169,12 @@ fn reason_code(r: RejectReason) -> i32 {
 /// 0 if the slot holds no request.
 #[unsafe(no_mangle)]
 pub extern "C" fn rx_settle(slot: u32, status: u32, now_ms: u64) -> u64 {
-    let Some(permit) = PERMITS.0.borrow_mut().get_mut(slot as usize).and_then(Option::take) else {
+    let Some(permit) = PERMITS
+        .0
+        .borrow_mut()
+        .get_mut(slot as usize)
+        .and_then(Option::take)
+    else {
         return 0;
     };
     let mut rng = RNG.0.borrow_mut();
@@ -177,7 +189,11 @@ pub extern "C" fn rx_settle(slot: u32, status: u32, now_ms: u64) -> u64 {
 /// gives its slot back and records nothing. 1 if there was one.
 #[unsafe(no_mangle)]
 pub extern "C" fn rx_cancel(slot: u32) -> u32 {
-    let taken = PERMITS.0.borrow_mut().get_mut(slot as usize).and_then(Option::take);
+    let taken = PERMITS
+        .0
+        .borrow_mut()
+        .get_mut(slot as usize)
+        .and_then(Option::take);
     u32::from(taken.is_some())
 }
 
@@ -193,7 +209,9 @@ pub extern "C" fn rx_held() -> u32 {
 pub extern "C" fn rx_request(now_ms: u64, status: u32, took_ms: u64) -> i64 {
     let mut rng = RNG.0.borrow_mut();
     let Some(rng) = rng.as_mut() else { return -1 };
-    let pipeline = Pipeline::new().bulkhead(&BULKHEAD).attempt_timeout(Duration::from_secs(1));
+    let pipeline = Pipeline::new()
+        .bulkhead(&BULKHEAD)
+        .attempt_timeout(Duration::from_secs(1));
     let mut env = Env::new(Instant::from_millis(now_ms), rng).with_observer(&LATENCY);
     match pipeline.admit(&mut env, None) {
         Ok(attempt) => {
@@ -215,5 +233,7 @@ pub extern "C" fn rx_latency_count() -> u64 {
 /// The `q`-quantile of settled requests' durations, in microseconds; `u64::MAX` when empty.
 #[unsafe(no_mangle)]
 pub extern "C" fn rx_latency_quantile_us(q: f64) -> u64 {
-    LATENCY.quantile(q).map_or(u64::MAX, |d| d.as_micros() as u64)
+    LATENCY
+        .quantile(q)
+        .map_or(u64::MAX, |d| d.as_micros() as u64)
 }

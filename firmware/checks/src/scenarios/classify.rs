@@ -10,23 +10,48 @@ use crate::Trace;
 
 pub(crate) fn http(t: &mut Trace) -> Result<(), &'static str> {
     let wait = Some(core::time::Duration::from_secs(2));
-    for status in [0u16, 100, 200, 204, 304, 400, 404, 408, 429, 499, 500, 502, 503, 504, 599, 600, 999] {
+    for status in [
+        0u16, 100, 200, 204, 304, 400, 404, 408, 429, 499, 500, 502, 503, 504, 599, 600, 999,
+    ] {
         let v = classify_status(status, wait);
         t.push(verdict_code(&v));
     }
-    ensure(classify_status(404, None) == Verdict::Answered, "a 404 is not an answer")?;
-    ensure(classify_status(503, wait).retry_after() == wait, "503 lost its Retry-After")?;
-    ensure(classify_status(500, wait).kind() == VerdictKind::Transient, "500 is not transient")?;
+    ensure(
+        classify_status(404, None) == Verdict::Answered,
+        "a 404 is not an answer",
+    )?;
+    ensure(
+        classify_status(503, wait).retry_after() == wait,
+        "503 lost its Retry-After",
+    )?;
+    ensure(
+        classify_status(500, wait).kind() == VerdictKind::Transient,
+        "500 is not transient",
+    )?;
     Ok(())
 }
 
 pub(crate) fn retry_after(t: &mut Trace) -> Result<(), &'static str> {
     let now: u64 = 1_700_000_000; // November 2023
     let imf = RetryAfter::parse(b"Sun, 06 Nov 1994 08:49:37 GMT", now);
-    ensure(imf == Some(RetryAfter::At { unix_secs: 784_111_777 }), "IMF-fixdate misparsed")?;
-    ensure(RetryAfter::parse(b"Sunday, 06-Nov-94 08:49:37 GMT", now) == imf, "RFC 850 date misparsed")?;
-    ensure(RetryAfter::parse(b"Sun Nov  6 08:49:37 1994", now) == imf, "asctime date misparsed")?;
-    ensure(RetryAfter::parse(b"Mon, 06 Nov 1994 08:49:37 GMT", now).is_none(), "wrong weekday accepted")?;
+    ensure(
+        imf == Some(RetryAfter::At {
+            unix_secs: 784_111_777,
+        }),
+        "IMF-fixdate misparsed",
+    )?;
+    ensure(
+        RetryAfter::parse(b"Sunday, 06-Nov-94 08:49:37 GMT", now) == imf,
+        "RFC 850 date misparsed",
+    )?;
+    ensure(
+        RetryAfter::parse(b"Sun Nov  6 08:49:37 1994", now) == imf,
+        "asctime date misparsed",
+    )?;
+    ensure(
+        RetryAfter::parse(b"Mon, 06 Nov 1994 08:49:37 GMT", now).is_none(),
+        "wrong weekday accepted",
+    )?;
     let cases: [&[u8]; 12] = [
         b"120",
         b"0",

@@ -22,8 +22,14 @@ pub(crate) fn quantiles(t: &mut Trace) -> Result<(), &'static str> {
         histogram.record(Duration::from_nanos(*slot));
     }
     exact.sort_unstable();
-    ensure(histogram.count() == SAMPLES as u64, "count differs from the samples recorded")?;
-    ensure(histogram.min() == Some(Duration::from_nanos(exact[0])), "min is not exact below 134 ms")?;
+    ensure(
+        histogram.count() == SAMPLES as u64,
+        "count differs from the samples recorded",
+    )?;
+    ensure(
+        histogram.min() == Some(Duration::from_nanos(exact[0])),
+        "min is not exact below 134 ms",
+    )?;
     t.push(histogram.count());
     t.push_opt(histogram.min().map(nanos));
     t.push_opt(histogram.max().map(nanos));
@@ -33,7 +39,10 @@ pub(crate) fn quantiles(t: &mut Trace) -> Result<(), &'static str> {
         // documented bound: within exact / 2^(P+1) = exact / 16 for the default P = 3.
         let rank = ceil(q * SAMPLES as f64).clamp(1, SAMPLES);
         let want = exact[rank - 1];
-        ensure(got.abs_diff(want) <= want / 16, "quantile outside the documented error")?;
+        ensure(
+            got.abs_diff(want) <= want / 16,
+            "quantile outside the documented error",
+        )?;
         t.push(got);
     }
     t.push_opt(histogram.mean().map(nanos));

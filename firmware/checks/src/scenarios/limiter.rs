@@ -13,8 +13,16 @@ use super::ensure;
 use crate::Trace;
 
 pub(crate) fn adapts(t: &mut Trace) -> Result<(), &'static str> {
-    for config in [LimiterConfig::gradient2(), LimiterConfig::vegas(), LimiterConfig::aimd()] {
-        let config = LimiterConfig { initial_limit: 8, min_limit: 2, ..config };
+    for config in [
+        LimiterConfig::gradient2(),
+        LimiterConfig::vegas(),
+        LimiterConfig::aimd(),
+    ] {
+        let config = LimiterConfig {
+            initial_limit: 8,
+            min_limit: 2,
+            ..config
+        };
         let limiter = Limiter::new(config).map_err(|_| "valid limiter config refused")?;
         let mut rng = SeededRandom::new(0x1111);
         let mut latency_rng = SeededRandom::new(0x2222);
@@ -30,13 +38,22 @@ pub(crate) fn adapts(t: &mut Trace) -> Result<(), &'static str> {
                     *slot = Some(p);
                     admitted += 1;
                 }
-                Err(r) => ensure(r.reason() == RejectReason::LimiterFull, "refused for the wrong reason")?,
+                Err(r) => ensure(
+                    r.reason() == RejectReason::LimiterFull,
+                    "refused for the wrong reason",
+                )?,
             }
         }
-        ensure(admitted == limit, "admitted a different number than the limit")?;
+        ensure(
+            admitted == limit,
+            "admitted a different number than the limit",
+        )?;
         held = [const { None }; 16]; // all cancelled: slots back, no samples
         drop(held);
-        ensure(limiter.in_flight() == 0, "cancelled permits kept their slots")?;
+        ensure(
+            limiter.in_flight() == 0,
+            "cancelled permits kept their slots",
+        )?;
 
         // Phase 1: fast and healthy (≈10 ms); phase 2: latency climbs to ≈80 ms with drops.
         for round in 0..400u32 {
@@ -45,7 +62,11 @@ pub(crate) fn adapts(t: &mut Trace) -> Result<(), &'static str> {
             let base = if slow { 80 } else { 10 };
             env.now = env.now + Duration::from_micros(base * 1000 + latency_rng.below(2_000));
             if let Ok(p) = p {
-                let verdict = if slow && latency_rng.chance(1, 10) { Verdict::Overload { retry_after: None } } else { Verdict::Success };
+                let verdict = if slow && latency_rng.chance(1, 10) {
+                    Verdict::Overload { retry_after: None }
+                } else {
+                    Verdict::Success
+                };
                 p.settle(&verdict, &mut env);
             }
             if round % 50 == 49 {

@@ -34,7 +34,9 @@ pub(crate) fn verdict_code(v: &Verdict) -> u64 {
         VerdictKind::Rejected => 6,
     };
     let extra = match v {
-        Verdict::Overload { retry_after: Some(d) } => d.as_millis() as u64 + 1,
+        Verdict::Overload {
+            retry_after: Some(d),
+        } => d.as_millis() as u64 + 1,
         Verdict::Rejected(reason) => reason_code(*reason),
         _ => 0,
     };

@@ -42,11 +42,13 @@ impl Observer for Counts {
             Event::Rejected { .. } => bump(&self.rejected),
             Event::Executed { duration, .. } => {
                 bump(&self.executed);
-                self.executed_nanos.set(self.executed_nanos.get() + nanos(*duration));
+                self.executed_nanos
+                    .set(self.executed_nanos.get() + nanos(*duration));
             }
             Event::RetryScheduled { delay, .. } => {
                 bump(&self.retries);
-                self.retry_delay_nanos.set(self.retry_delay_nanos.get() + nanos(*delay));
+                self.retry_delay_nanos
+                    .set(self.retry_delay_nanos.get() + nanos(*delay));
             }
             Event::RetryRefused { .. } => bump(&self.gave_up),
             Event::CircuitTransition { .. } => bump(&self.transitions),
@@ -93,7 +95,10 @@ fn kind_verdict(kind: resilix::VerdictKind) -> Verdict {
 }
 
 pub(crate) fn bulkhead(t: &mut Trace) -> Result<(), &'static str> {
-    ensure(BulkheadConfig::new(0).is_err(), "a bulkhead of zero was accepted")?;
+    ensure(
+        BulkheadConfig::new(0).is_err(),
+        "a bulkhead of zero was accepted",
+    )?;
     let bulkhead = Bulkhead::new(BulkheadConfig::new(2).map_err(|_| "bulkhead of two refused")?);
     let pipeline = Pipeline::new()
         .bulkhead(&bulkhead)
@@ -102,16 +107,26 @@ pub(crate) fn bulkhead(t: &mut Trace) -> Result<(), &'static str> {
     let mut rng = SeededRandom::new(1);
     let mut env = Env::new(Instant::from_millis(1_000), &mut rng).with_observer(&counts);
 
-    let a = pipeline.admit(&mut env, None).map_err(|_| "first call refused")?;
+    let a = pipeline
+        .admit(&mut env, None)
+        .map_err(|_| "first call refused")?;
     let deadline = a.deadline().ok_or("no attempt deadline")?;
-    ensure(deadline.instant() == Instant::from_millis(1_200), "attempt timeout not applied")?;
+    ensure(
+        deadline.instant() == Instant::from_millis(1_200),
+        "attempt timeout not applied",
+    )?;
     env.now = Instant::from_millis(1_005);
-    let b = pipeline.admit(&mut env, None).map_err(|_| "second call refused")?;
+    let b = pipeline
+        .admit(&mut env, None)
+        .map_err(|_| "second call refused")?;
     t.push(u64::from(bulkhead.held()));
     match pipeline.admit(&mut env, None) {
         Ok(_) => return Err("a third call entered a bulkhead of two"),
         Err(r) => {
-            ensure(r.reason() == RejectReason::BulkheadFull, "refused for the wrong reason")?;
+            ensure(
+                r.reason() == RejectReason::BulkheadFull,
+                "refused for the wrong reason",
+            )?;
             t.push(reason_code(r.reason()));
         }
     }
@@ -119,13 +134,17 @@ pub(crate) fn bulkhead(t: &mut Trace) -> Result<(), &'static str> {
     drop(b);
     t.push(u64::from(bulkhead.held()));
     t.push(u64::from(counts.executed.get()));
-    let c = pipeline.admit(&mut env, None).map_err(|_| "slot not returned by a dropped permit")?;
+    let c = pipeline
+        .admit(&mut env, None)
+        .map_err(|_| "slot not returned by a dropped permit")?;
     env.now = Instant::from_millis(1_015);
     t.push(nanos(a.settle(&Verdict::Success, &mut env)));
     env.now = Instant::from_millis(1_030);
     t.push(nanos(c.settle(&Verdict::Transient, &mut env)));
     // A shed verdict from a nested pipeline is invisible to the histogram hook.
-    let d = pipeline.admit(&mut env, None).map_err(|_| "refused after settling")?;
+    let d = pipeline
+        .admit(&mut env, None)
+        .map_err(|_| "refused after settling")?;
     d.settle(&Verdict::Rejected(RejectReason::RateLimited), &mut env);
     ensure(bulkhead.held() == 0, "slots leaked")?;
     ensure(counts.executed.get() == 2, "executions miscounted")?;
@@ -139,12 +158,19 @@ pub(crate) fn call_deadline(t: &mut Trace) -> Result<(), &'static str> {
     let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(200));
     let mut rng = SeededRandom::new(2);
     let mut env = Env::new(Instant::ZERO, &mut rng);
-    let options = CallOptions::default().deadline(Deadline::after(Instant::ZERO, Duration::from_millis(100)));
+    let options =
+        CallOptions::default().deadline(Deadline::after(Instant::ZERO, Duration::from_millis(100)));
 
     let mut call = pipeline.call(env.now, options);
     let attempt = call.admit(&mut env).map_err(|_| "first attempt refused")?;
     // The call's deadline is tighter than the attempt timeout.
-    t.push(attempt.deadline().ok_or("no deadline")?.instant().as_nanos());
+    t.push(
+        attempt
+            .deadline()
+            .ok_or("no deadline")?
+            .instant()
+            .as_nanos(),
+    );
     env.now = Instant::from_millis(100);
     let next = call.settle(attempt, &Verdict::Timeout, &mut env);
     ensure(
@@ -155,12 +181,22 @@ pub(crate) fn call_deadline(t: &mut Trace) -> Result<(), &'static str> {
 
     let mut call = pipeline.call(env.now, options.idempotent(true));
     let attempt = call.admit(&mut env);
-    ensure(matches!(attempt, Err(Stop::DeadlinePassed)), "an attempt started after the deadline")?;
+    ensure(
+        matches!(attempt, Err(Stop::DeadlinePassed)),
+        "an attempt started after the deadline",
+    )?;
     t.push(u64::from(call.attempts()));
 
-    for verdict in [Verdict::Success, Verdict::Answered, Verdict::Transient, Verdict::Overload { retry_after: None }] {
+    for verdict in [
+        Verdict::Success,
+        Verdict::Answered,
+        Verdict::Transient,
+        Verdict::Overload { retry_after: None },
+    ] {
         let mut call = pipeline.call(env.now, CallOptions::default());
-        let attempt = call.admit(&mut env).map_err(|_| "refused without a deadline")?;
+        let attempt = call
+            .admit(&mut env)
+            .map_err(|_| "refused without a deadline")?;
         push_next(t, &call.settle(attempt, &verdict, &mut env));
     }
     Ok(())
@@ -203,18 +239,34 @@ pub(crate) fn execute_loop(t: &mut Trace) -> Result<(), &'static str> {
     let counts = Counts::default();
     let classifier = ResultClassifier::new();
 
-    let ok = poll_once(execute(&pipeline, &timer, &mut rng, &counts, CallOptions::default(), &classifier, || {
-        ready(Ok::<u32, u32>(7))
-    }))
+    let ok = poll_once(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &counts,
+        CallOptions::default(),
+        &classifier,
+        || ready(Ok::<u32, u32>(7)),
+    ))
     .ok_or("execute did not finish")?;
     ensure(ok == Ok(Ok(7)), "a success was not returned")?;
 
-    let failed = poll_once(execute(&pipeline, &timer, &mut rng, &counts, CallOptions::default(), &classifier, || {
-        ready(Err::<u32, u32>(9))
-    }))
+    let failed = poll_once(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &counts,
+        CallOptions::default(),
+        &classifier,
+        || ready(Err::<u32, u32>(9)),
+    ))
     .ok_or("execute did not finish")?;
     match failed {
-        Err(ExecuteError::GaveUp { reason, attempts, last: Attempted::Output(Err(9)) }) => {
+        Err(ExecuteError::GaveUp {
+            reason,
+            attempts,
+            last: Attempted::Output(Err(9)),
+        }) => {
             t.push(give_up_code(&reason));
             t.push(u64::from(attempts));
         }
@@ -223,11 +275,26 @@ pub(crate) fn execute_loop(t: &mut Trace) -> Result<(), &'static str> {
 
     // An operation that never answers loses the race against the attempt deadline.
     let start = timer.now();
-    let hung = poll_once(execute(&pipeline, &timer, &mut rng, &counts, CallOptions::default().idempotent(true), &classifier, || {
-        pending::<Result<u32, u32>>()
-    }))
+    let hung = poll_once(execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &counts,
+        CallOptions::default().idempotent(true),
+        &classifier,
+        pending::<Result<u32, u32>>,
+    ))
     .ok_or("execute did not finish")?;
-    ensure(matches!(hung, Err(ExecuteError::GaveUp { last: Attempted::TimedOut, .. })), "a hung call was not timed out")?;
+    ensure(
+        matches!(
+            hung,
+            Err(ExecuteError::GaveUp {
+                last: Attempted::TimedOut,
+                ..
+            })
+        ),
+        "a hung call was not timed out",
+    )?;
     t.push(nanos(timer.now() - start));
     ensure(bulkhead.held() == 0, "execute leaked a bulkhead slot")?;
     t.push(u64::from(counts.executed.get()));

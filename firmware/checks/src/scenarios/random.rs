@@ -12,7 +12,10 @@ const SEED_42: [u32; 4] = [2_643_743_425, 1_762_251_840, 1_632_151_183, 1_417_84
 pub(crate) fn pinned(t: &mut Trace) -> Result<(), &'static str> {
     let mut rng = SeededRandom::new(42);
     for want in SEED_42 {
-        ensure(rng.next_u32() == want, "seed 42 differs from the outputs core pins on the host")?;
+        ensure(
+            rng.next_u32() == want,
+            "seed 42 differs from the outputs core pins on the host",
+        )?;
     }
     let mut rng = SeededRandom::new(0xDEAD_BEEF_0BAD_F00D);
     for _ in 0..8 {
@@ -39,7 +42,10 @@ pub(crate) fn pinned(t: &mut Trace) -> Result<(), &'static str> {
             hits |= 1 << i;
         }
     }
-    ensure((10..=35).contains(&hits.count_ones()), "chance(1, 3) far from a third")?;
+    ensure(
+        (10..=35).contains(&hits.count_ones()),
+        "chance(1, 3) far from a third",
+    )?;
     t.push(hits);
     Ok(())
 }
@@ -76,15 +82,28 @@ impl Reference {
 pub(crate) fn reference(t: &mut Trace) -> Result<(), &'static str> {
     // The published xoshiro128++ outputs from state [1, 2, 3, 4].
     let mut r = Reference([1, 2, 3, 4]);
-    for want in [641, 1_573_767, 3_222_811_527, 3_517_856_514, 836_907_274, 4_247_214_768] {
-        ensure(r.next() == want, "reference xoshiro128++ differs from the published vector")?;
+    for want in [
+        641,
+        1_573_767,
+        3_222_811_527,
+        3_517_856_514,
+        836_907_274,
+        4_247_214_768,
+    ] {
+        ensure(
+            r.next() == want,
+            "reference xoshiro128++ differs from the published vector",
+        )?;
     }
     for seed in [0, 1, 42, 0x5EED, u64::MAX] {
         let (mut ours, mut reference) = (SeededRandom::new(seed), Reference::seeded(seed));
         let mut fold = 0u64;
         for _ in 0..64 {
             let v = ours.next_u32();
-            ensure(v == reference.next(), "SeededRandom differs from the reference recurrence")?;
+            ensure(
+                v == reference.next(),
+                "SeededRandom differs from the reference recurrence",
+            )?;
             fold = fold.rotate_left(5) ^ u64::from(v);
         }
         t.push(fold);

@@ -25,9 +25,17 @@ pub(crate) fn jitter(t: &mut Trace) -> Result<(), &'static str> {
     for call_no in 0..3u32 {
         let mut call = pipeline.call(env.now, CallOptions::default());
         loop {
-            let attempt = call.admit(&mut env).map_err(|_| "an empty pipeline refused")?;
+            let attempt = call
+                .admit(&mut env)
+                .map_err(|_| "an empty pipeline refused")?;
             env.now = env.now + Duration::from_millis(7);
-            let verdict = if call_no == 2 { Verdict::Overload { retry_after: Some(Duration::from_secs(3)) } } else { Verdict::Transient };
+            let verdict = if call_no == 2 {
+                Verdict::Overload {
+                    retry_after: Some(Duration::from_secs(3)),
+                }
+            } else {
+                Verdict::Transient
+            };
             let next = call.settle(attempt, &verdict, &mut env);
             push_next(t, &next);
             match next {
@@ -36,7 +44,10 @@ pub(crate) fn jitter(t: &mut Trace) -> Result<(), &'static str> {
                     if call_no == 2 {
                         ensure(delay >= Duration::from_secs(3), "Retry-After not honoured")?;
                     } else {
-                        ensure(delay <= backoff.ceiling(call.attempts()), "jitter above the backoff ceiling")?;
+                        ensure(
+                            delay <= backoff.ceiling(call.attempts()),
+                            "jitter above the backoff ceiling",
+                        )?;
                     }
                     env.now = at;
                 }
@@ -49,12 +60,16 @@ pub(crate) fn jitter(t: &mut Trace) -> Result<(), &'static str> {
 }
 
 pub(crate) fn throttle_and_rate(t: &mut Trace) -> Result<(), &'static str> {
-    let throttler: Throttler = Throttler::new(ThrottlerConfig::DEFAULT).map_err(|_| "default throttler refused")?;
+    let throttler: Throttler =
+        Throttler::new(ThrottlerConfig::DEFAULT).map_err(|_| "default throttler refused")?;
     let mut rng = SeededRandom::new(0x7407_7100);
     let mut env = Env::new(Instant::from_secs(1), &mut rng);
     // A healthy upstream: nothing is shed.
     for _ in 0..50 {
-        throttler.admit(&mut env).map_err(|_| "healthy upstream throttled")?.settle(&Verdict::Success, &mut env);
+        throttler
+            .admit(&mut env)
+            .map_err(|_| "healthy upstream throttled")?
+            .settle(&Verdict::Success, &mut env);
         env.now = env.now + Duration::from_millis(10);
     }
     // Then it overloads: requests climb past K × accepts and the client sheds locally.
@@ -66,17 +81,24 @@ pub(crate) fn throttle_and_rate(t: &mut Trace) -> Result<(), &'static str> {
                 p.settle(&Verdict::Overload { retry_after: None }, &mut env);
             }
             Err(r) => {
-                ensure(r.reason() == RejectReason::Throttled, "refused for the wrong reason")?;
+                ensure(
+                    r.reason() == RejectReason::Throttled,
+                    "refused for the wrong reason",
+                )?;
                 shed += 1;
             }
         }
         env.now = env.now + Duration::from_millis(10);
     }
-    ensure(shed > 0 && sent > 0, "an overloaded upstream was not throttled")?;
+    ensure(
+        shed > 0 && sent > 0,
+        "an overloaded upstream was not throttled",
+    )?;
     t.push(sent);
     t.push(shed);
 
-    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).map_err(|_| "rate refused")?;
+    let limiter =
+        RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).map_err(|_| "rate refused")?;
     let mut admitted = 0u64;
     for _ in 0..30 {
         if let Ok(p) = limiter.admit(&mut env) {
@@ -85,11 +107,22 @@ pub(crate) fn throttle_and_rate(t: &mut Trace) -> Result<(), &'static str> {
         }
     }
     t.push(admitted);
-    let refused = limiter.admit(&mut env).err().ok_or("rate limiter admitted past its burst")?;
-    ensure(refused.reason() == RejectReason::RateLimited, "refused for the wrong reason")?;
-    let at = refused.retry_at().ok_or("rate-limited without a retry-at")?;
+    let refused = limiter
+        .admit(&mut env)
+        .err()
+        .ok_or("rate limiter admitted past its burst")?;
+    ensure(
+        refused.reason() == RejectReason::RateLimited,
+        "refused for the wrong reason",
+    )?;
+    let at = refused
+        .retry_at()
+        .ok_or("rate-limited without a retry-at")?;
     t.push((at - env.now).as_nanos() as u64);
     env.now = at;
-    ensure(limiter.admit(&mut env).is_ok(), "not admitted at the instant it gave")?;
+    ensure(
+        limiter.admit(&mut env).is_ok(),
+        "not admitted at the instant it gave",
+    )?;
     Ok(())
 }
