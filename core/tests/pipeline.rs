@@ -269,3 +269,22 @@ fn attempt_deadline_is_the_tighter_of_timeout_and_call_deadline() {
         Some(Deadline::at(Instant::MAX))
     );
 }
+
+#[test]
+fn every_config_error_is_an_error_with_a_message() {
+    fn is_error<E: core::error::Error>(e: E) -> String {
+        e.to_string()
+    }
+    use resilix::retry::{
+        RetryConfig,
+        budget::{TokenBucket, TokenBucketConfig},
+    };
+    let retry = RetryConfig::new(0, RetryConfig::DEFAULT.backoff());
+    assert!(!is_error(retry.unwrap_err()).is_empty());
+    let zero = TokenBucketConfig {
+        capacity: resilix::retry::budget::Tokens::whole(0),
+        ..TokenBucketConfig::AWS_SDK_STANDARD
+    };
+    let bucket = TokenBucket::new(zero);
+    assert!(!is_error(bucket.err().unwrap()).is_empty());
+}

@@ -94,6 +94,8 @@ impl fmt::Display for RetryConfigError {
     }
 }
 
+impl core::error::Error for RetryConfigError {}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

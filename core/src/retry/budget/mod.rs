@@ -193,6 +193,8 @@ impl fmt::Display for BudgetConfigError {
     }
 }
 
+impl core::error::Error for BudgetConfigError {}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
