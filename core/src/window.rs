@@ -91,11 +91,9 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         (now.as_nanos() / self.bucket_nanos) as u32
     }
 
-    /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
-    pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
-        if B == 0 {
-            return;
-        }
+    /// The bucket for `now`, claimed for its period: if it still holds an older period, the
+    /// thread that wins the compare-and-swap on its period number zeroes it first.
+    fn claim(&self, now: Instant) -> &Bucket<C> {
         let period = self.period(now);
         let bucket = &self.buckets[period as usize % B];
         let seen = bucket.period.load(Ordering::Acquire);
@@ -109,6 +107,15 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
                 c.store(0, Ordering::Release);
             }
         }
+        bucket
+    }
+
+    /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
+    pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
+        if B == 0 {
+            return;
+        }
+        let bucket = self.claim(now);
         for (c, d) in bucket.counts.iter().zip(deltas) {
             if d != 0 {
                 let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
@@ -153,19 +160,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         if B == 0 || index >= C {
             return false;
         }
-        let period = self.period(now);
-        let bucket = &self.buckets[period as usize % B];
-        let seen = bucket.period.load(Ordering::Acquire);
-        if seen != period
-            && bucket
-                .period
-                .compare_exchange(seen, period, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            for c in &bucket.counts {
-                c.store(0, Ordering::Release);
-            }
-        }
+        let bucket = self.claim(now);
         let counter = &bucket.counts[index];
         let mut current = counter.load(Ordering::Acquire);
         loop {
