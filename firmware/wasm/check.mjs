@@ -10,6 +10,10 @@
 //    computed (src/expected.rs), exactly as the firmware does under QEMU.
 // 3. The C ABI driven as a Worker would drive it: the host supplies the time and the seed,
 //    and every expected value below is one the core's own host tests assert.
+// 4. The breaker, retry, throttler, rate limiter and limiter through the C ABI, driven from
+//    here step by step as the scenarios of firmware/checks drive them on the device, with the
+//    same seeds and configurations; each trace must equal the vector the host computed for
+//    that scenario (checks/src/expected.rs, read out of the module).
 // Exit status: 0 all passed, 1 a check failed, 2 the module could not be loaded.
 import { readFileSync } from 'node:fs';
 
@@ -157,6 +161,203 @@ check('pipeline_requests_feed_only_settled_latency', () => {
     // durations 1..100 ms: the median is 50 ms within the histogram's 6.25 %.
     Math.abs(Number(x.rx_latency_quantile_us(0.5)) - 50000) <= 50000 / 16 ? null : `median ${x.rx_latency_quantile_us(0.5)} us`,
     eq(x.rx_latency_quantile_us(1.0), 100000n, 'the maximum is exact'),
+  );
+});
+
+// ---- 4. every policy through the C ABI, held to the host's vectors ----
+const MS = 1_000_000n, S = 1_000_000_000n;
+const POLICY = { breaker: 1, throttler: 2, rate: 3, limiter: 4 };
+const REFUSED = { circuitOpen: -11, limiterFull: -12, throttled: -13, rateLimited: -15 };
+const NONE = 0xffffffffffffffffn;
+
+// The host's vector for the scenario called `name`, read from the module.
+function hostVector(x, name) {
+  for (let i = 0; i < x.checks_len(); i++) {
+    const n = Buffer.from(new Uint8Array(x.memory.buffer, x.check_name_ptr(i), x.check_name_len(i))).toString();
+    if (n === name) return Array.from(new BigUint64Array(x.memory.buffer, x.check_expected_ptr(i), x.check_expected_len(i)));
+  }
+  throw new Error(`no scenario ${name}`);
+}
+// null when `trace` is exactly the host's vector, else the first difference.
+function sameAsHost(x, name, trace) {
+  const want = hostVector(x, name);
+  for (let i = 0; i < Math.max(trace.length, want.length); i++) {
+    if (trace[i] !== want[i]) return `${name} step ${i}: C ABI ${trace[i]}, host ${want[i]}`;
+  }
+  return null;
+}
+// Inline assertions of a scenario, as its `ensure`s: the first failure wins.
+function scenario(fn) {
+  const failures = [];
+  const ensure = (ok, what) => { if (!ok) failures.push(what); };
+  const result = fn(ensure);
+  return failures[0] ?? result;
+}
+
+check('abi_breaker_matches_host_breaker_states', () => scenario((ensure) => {
+  // checks/src/scenarios/breaker.rs, step for step.
+  const x = fresh();
+  x.rx_seed(0xB4EACE55n);
+  let now = 100n * S;
+  const t = [], state = () => BigInt(x.rx_breaker_state());
+  const admit = () => x.rx_policy_admit(POLICY.breaker, now);
+  const settle = (slot, status) => x.rx_policy_settle(slot, status, now);
+  const stale = admit();
+  ensure(stale >= 0, 'closed breaker refused');
+  for (let i = 0; i < 4; i++) settle(admit(), 500);
+  t.push(state());
+  ensure(admit() === REFUSED.circuitOpen, 'open breaker admitted a call');
+  const firstProbeAt = x.rx_retry_at_ns();
+  ensure(firstProbeAt - now <= 5n * S && firstProbeAt - now >= 4n * S, 'jittered wait out of range');
+  t.push(firstProbeAt);
+  settle(stale, 200); // from an earlier epoch: ignored
+  now = firstProbeAt;
+  let p1 = admit(), p2 = admit();
+  ensure(p1 >= 0 && p2 >= 0 && x.rx_is_probe(p1) === 1 && x.rx_is_probe(p2) === 1, 'half-open permits are not probes');
+  t.push(state());
+  ensure(admit() < 0, 'a third probe was admitted');
+  x.rx_cancel(p2);
+  t.push(BigInt(x.rx_breaker_probes()));
+  p2 = admit();
+  ensure(p2 >= 0, "a dropped probe's slot was not freed");
+  settle(p1, 504);
+  t.push(state());
+  x.rx_cancel(p2);
+  ensure(admit() === REFUSED.circuitOpen, 're-opened breaker admitted a call');
+  const secondProbeAt = x.rx_retry_at_ns();
+  ensure(secondProbeAt - now > 5n * S && secondProbeAt - now <= 10n * S, 'backoff did not grow the wait');
+  t.push(secondProbeAt);
+  now = secondProbeAt;
+  p1 = admit(); p2 = admit();
+  now = secondProbeAt + 30n * MS;
+  settle(p1, 200);
+  t.push(state());
+  settle(p2, 404);
+  t.push(state());
+  x.rx_breaker_operator(0, now); // force open
+  t.push(state());
+  ensure(admit() < 0, 'forced open admitted a call');
+  x.rx_breaker_operator(1, now); // disable
+  for (let i = 0; i < 10; i++) settle(admit(), 500);
+  t.push(state());
+  x.rx_breaker_operator(2, now); // reset
+  t.push(state());
+  for (now of [0n, (100n + 365n * 24n * 3600n) * S]) {
+    const p = admit();
+    ensure(p >= 0, 'refused after time went back or a year ahead');
+    settle(p, 200);
+  }
+  t.push(BigInt(x.rx_transitions()), BigInt(x.rx_rejections()));
+  return sameAsHost(x, 'breaker_states', t);
+}));
+
+check('abi_retry_matches_host_retry_jitter', () => scenario((ensure) => {
+  // checks/src/scenarios/retry.rs `jitter`: the core's default retry (full jitter, base
+  // 100 ms, cap 20 s), three calls, the last answered 503 with Retry-After: 3.
+  const x = fresh();
+  x.rx_seed(0x00177E12n);
+  let now = 50n * S;
+  const t = [];
+  const ceiling = (attempt) => { const c = 100n * MS * (1n << BigInt(attempt)); return c < 20n * S ? c : 20n * S; };
+  for (let call = 0; call < 3; call++) {
+    x.rx_retry_begin(now);
+    let attempts = 0;
+    for (;;) {
+      attempts++;
+      now += 7n * MS;
+      const kind = call === 2 ? x.rx_retry_decide(503, 3000n, 0, now) : x.rx_retry_decide(500, -1n, 0, now);
+      const detail = x.rx_retry_detail();
+      t.push(BigInt(kind));
+      if (kind === 2) {
+        t.push(detail);
+        const delay = detail - now;
+        if (call === 2) ensure(delay >= 3n * S, 'Retry-After not honoured');
+        else ensure(delay <= ceiling(attempts), 'jitter above the backoff ceiling');
+        now = detail;
+      } else {
+        if (kind === 3) t.push(detail);
+        break;
+      }
+    }
+    t.push(BigInt(attempts));
+  }
+  return sameAsHost(x, 'retry_jitter', t);
+}));
+
+check('abi_throttler_and_rate_limiter_match_host', () => scenario((ensure) => {
+  // checks/src/scenarios/retry.rs `throttle_and_rate`.
+  const x = fresh();
+  x.rx_seed(0x74077100n);
+  let now = 1n * S;
+  const t = [];
+  for (let i = 0; i < 50; i++) {
+    const p = x.rx_policy_admit(POLICY.throttler, now);
+    ensure(p >= 0, 'healthy upstream throttled');
+    x.rx_policy_settle(p, 200, now);
+    now += 10n * MS;
+  }
+  let sent = 0n, shed = 0n;
+  for (let i = 0; i < 300; i++) {
+    const p = x.rx_policy_admit(POLICY.throttler, now);
+    if (p >= 0) { sent++; x.rx_policy_settle(p, 503, now); }
+    else { ensure(p === REFUSED.throttled, 'refused for the wrong reason'); shed++; }
+    now += 10n * MS;
+  }
+  ensure(sent > 0n && shed > 0n, 'an overloaded upstream was not throttled');
+  t.push(sent, shed);
+  let admitted = 0n;
+  for (let i = 0; i < 30; i++) {
+    const p = x.rx_policy_admit(POLICY.rate, now);
+    if (p >= 0) { admitted++; x.rx_policy_settle(p, 200, now); }
+  }
+  t.push(admitted);
+  ensure(x.rx_policy_admit(POLICY.rate, now) === REFUSED.rateLimited, 'rate limiter admitted past its burst');
+  const at = x.rx_retry_at_ns();
+  ensure(at !== NONE, 'rate-limited without a retry-at');
+  t.push(at - now);
+  now = at;
+  ensure(x.rx_policy_admit(POLICY.rate, now) >= 0, 'not admitted at the instant it gave');
+  return sameAsHost(x, 'throttler_and_rate_limiter', t);
+}));
+
+check('abi_limiters_match_host_limiter_adapts', () => scenario((ensure) => {
+  // checks/src/scenarios/limiter.rs: Gradient2, Vegas, AIMD; latencies from the host's own
+  // generator seeded as the scenario's.
+  const x = fresh();
+  const t = [];
+  for (let kind = 0; kind < 3; kind++) {
+    x.rx_seed(0x1111n);
+    x.rx_draw_seed(0x2222n);
+    let now = 1n * S;
+    const policy = POLICY.limiter + kind;
+    const limit = x.rx_limiter_limit(kind);
+    const held = [];
+    for (let i = 0; i < 16; i++) {
+      const p = x.rx_policy_admit(policy, now);
+      if (p >= 0) held.push(p);
+      else ensure(p === REFUSED.limiterFull, 'refused for the wrong reason');
+    }
+    ensure(held.length === limit, 'admitted a different number than the limit');
+    held.forEach((p) => x.rx_cancel(p));
+    ensure(x.rx_limiter_in_flight(kind) === 0, 'cancelled permits kept their slots');
+    for (let round = 0; round < 400; round++) {
+      const slow = round >= 200;
+      const p = x.rx_policy_admit(policy, now);
+      now += (BigInt(slow ? 80 : 10) * 1000n + x.rx_draw_below(2000n)) * 1000n;
+      if (p >= 0) x.rx_policy_settle(p, slow && x.rx_draw_chance(1n, 10n) === 1 ? 503 : 200, now);
+      if (round % 50 === 49) t.push(BigInt(x.rx_limiter_limit_fixed(kind)));
+    }
+    ensure(x.rx_limiter_in_flight(kind) === 0, 'in-flight count leaked');
+    t.push(BigInt(x.rx_limiter_limit(kind)));
+  }
+  return sameAsHost(x, 'limiter_adapts', t);
+}));
+
+check('abi_policies_need_a_seed', () => {
+  const x = fresh();
+  return all(
+    eq(x.rx_policy_admit(POLICY.breaker, 0n), -1, 'breaker admit before the host seeds'),
+    eq(x.rx_retry_decide(500, -1n, 0, 0n), 0, 'retry decision without a call'),
   );
 });
 

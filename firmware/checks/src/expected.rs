@@ -158,6 +158,11 @@ pub const RETRY_JITTER: &[u64] = &[
 /// `throttler_and_rate_limiter`
 pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[195, 105, 10, 100040704];
 
+/// `embassy_backoff`
+pub const EMBASSY_BACKOFF: &[u64] = &[
+    1075507, 15437906, 5395168, 31701839, 35798034, 137728, 15768451,
+];
+
 /// `limiter_adapts`
 pub const LIMITER_ADAPTS: &[u64] = &[
     2048, 2048, 2048, 2048, 1843, 1210, 882, 643, 2, 2048, 2048, 2048, 2048, 1792, 768, 512, 512,

@@ -9,6 +9,9 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod codes;
+pub mod config;
+pub mod embassy;
 pub mod expected;
 mod scenarios;
 mod trace;
@@ -102,6 +105,11 @@ pub const ALL: &[Check] = &[
         name: "throttler_and_rate_limiter",
         run: scenarios::retry::throttle_and_rate,
         expected: expected::THROTTLER_AND_RATE_LIMITER,
+    },
+    Check {
+        name: "embassy_backoff",
+        run: scenarios::embassy::backoff,
+        expected: expected::EMBASSY_BACKOFF,
     },
     Check {
         name: "limiter_adapts",

@@ -1,50 +1,49 @@
 //! resilix on embassy, under QEMU (Cortex-M4F, mps2-an386), with real timers.
 //!
-//! A simulated I2C sensor fails, answers slowly or hangs on a script; `resilix::execute`
-//! retries it through a pipeline (breaker, bulkhead, attempt timeout) and sleeps on
-//! embassy-time timers driven by SysTick. The program asserts the outcomes, the attempts and
-//! the elapsed time on the embassy clock. Meanwhile the SysTick interrupt itself admits and
-//! settles calls through the same bulkhead and breaker, preempting the task mid-call: the
-//! policies are callable from interrupt context and take no lock an interrupt could spin on.
+//! A simulated I2C sensor fails, answers slowly or hangs on a script; `resilix-embassy`'s
+//! [`Resilience`] front end retries it through a pipeline (the core's `Retry` with seeded full
+//! jitter, a breaker, a bulkhead, an attempt timeout) and sleeps on its `EmbassyTimer`, driven
+//! by SysTick. A last-known-good reading answers when the sensor cannot.
+//!
+//! Nothing about timing is hard-coded: the host replays the program's seed and script
+//! (`resilix_firmware_checks::embassy`) and checks in the delays the retries must draw
+//! (`expected::EMBASSY_BACKOFF`). The program asserts its retries drew exactly those, and that
+//! each call took its attempts' durations plus those delays (rounded up to the 1 ms tick), on
+//! the embassy clock. Meanwhile the SysTick interrupt admits and settles calls through the
+//! same bulkhead and breaker, preempting the task mid-call: the policies are callable from
+//! interrupt context and take no lock an interrupt could spin on.
 #![no_std]
 #![no_main]
 
 mod driver;
-mod retry;
 
-use core::future::Future;
 use core::sync::atomic::{AtomicU32, Ordering};
 use core::time::Duration;
 
 use cortex_m_semihosting::{debug, hprintln};
 use embassy_executor::Spawner;
-use resilix::Verdict;
 use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
-use resilix::classify::ResultClassifier;
-use resilix::execute::{Attempted, ExecuteError, Timer, execute};
+use resilix::execute::Timer;
+use resilix::observe::{Degradation, Event, Observer};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
-use resilix::retry::GiveUpReason;
-use resilix::time::{Clock, Instant};
-use resilix_embassy::{EmbassyClock, to_embassy};
+use resilix::retry::{GiveUpReason, Retry};
+use resilix::time::Instant;
+use resilix::{RejectReason, Verdict, VerdictKind};
+use resilix_embassy::{EmbassyTimer, Fallback, LastKnownGood, Resilience, Served};
+use resilix_firmware_checks::embassy::{RETRY, SEED, ceil_millis};
+use resilix_firmware_checks::expected::EMBASSY_BACKOFF;
 
-use crate::retry::FixedBackoff;
-
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    hprintln!("PANIC: {}", info);
-    debug::exit(debug::EXIT_FAILURE);
-    #[allow(clippy::empty_loop)]
-    loop {}
-}
+include!("../../link/panic.rs");
 
 pub(crate) static BULKHEAD: Bulkhead = Bulkhead::new(match BulkheadConfig::new(2) {
     Ok(c) => c,
     Err(_) => panic!(),
 });
+/// No open jitter: it would draw from the task's generator and shift the host's replay.
 pub(crate) static BREAKER: Breaker = match Breaker::new(BreakerConfig {
     minimum_calls: 10,
     open_jitter_percent: 0,
@@ -59,30 +58,59 @@ pub(crate) static ISR_CALLS: AtomicU32 = AtomicU32::new(0);
 pub(crate) static ISR_BREAKER_CALLS: AtomicU32 = AtomicU32::new(0);
 pub(crate) static ISR_MAX_HELD: AtomicU32 = AtomicU32::new(0);
 
-/// resilix's `Timer` on embassy-time. (`resilix-embassy` provides the clock and the
-/// conversions; its own `Timer` was not in main when this was written.)
-struct EmbassyTimer;
+static LAST_READING: LastKnownGood<Result<u16, I2cError>> = LastKnownGood::new();
 
-impl Timer for EmbassyTimer {
-    type Sleep<'a> = embassy_time::Timer;
-    fn now(&self) -> Instant {
-        EmbassyClock.now()
-    }
-    fn sleep_until(&self, at: Instant) -> embassy_time::Timer {
-        embassy_time::Timer::at(to_embassy(at))
+/// The retry delays the task's calls drew, in nanoseconds (each under the 40 ms cap, so a
+/// 32-bit word holds it), heard through the observer.
+struct DelayLog {
+    delays: [AtomicU32; 16],
+    len: AtomicU32,
+}
+
+impl Observer for DelayLog {
+    fn on_event(&self, event: &Event) {
+        if let Event::RetryScheduled { delay, .. } = event {
+            let i = self.len.fetch_add(1, Ordering::Relaxed) as usize;
+            if let Some(slot) = self.delays.get(i) {
+                slot.store(
+                    u32::try_from(delay.as_nanos()).unwrap_or(u32::MAX),
+                    Ordering::Relaxed,
+                );
+            }
+        }
     }
 }
+
+impl DelayLog {
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed) as usize
+    }
+
+    /// Whether the delays from `from` on are exactly the host's.
+    fn matches_host(&self, from: usize) -> bool {
+        let to = self.len();
+        to <= self.delays.len()
+            && to <= EMBASSY_BACKOFF.len()
+            && (from..to)
+                .all(|i| u64::from(self.delays[i].load(Ordering::Relaxed)) == EMBASSY_BACKOFF[i])
+    }
+}
+
+static DELAYS: DelayLog = DelayLog {
+    delays: [const { AtomicU32::new(0) }; 16],
+    len: AtomicU32::new(0),
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum I2cError {
     Nack,
 }
 
+/// What one attempt of the simulated sensor does: answer after `took`, or hang (`None`).
+type Read = Option<Result<u16, I2cError>>;
+
 /// A sensor read that takes `took` and then answers `result`, or never answers.
-async fn read_sensor(
-    took: Duration,
-    result: Option<Result<u16, I2cError>>,
-) -> Result<u16, I2cError> {
+async fn read_sensor(took: Duration, result: Read) -> Result<u16, I2cError> {
     embassy_time::Timer::after(embassy_time::Duration::from_micros(took.as_micros() as u64)).await;
     match result {
         Some(r) => r,
@@ -90,17 +118,80 @@ async fn read_sensor(
     }
 }
 
-struct Outcome<T> {
-    result: T,
+/// One call as the task saw it, and the time it should have taken by the host's delays.
+struct Outcome {
+    served: Result<Served<Result<u16, I2cError>>, Degradation>,
+    reads: u32,
     elapsed_ms: u64,
+    /// The attempts' durations plus the host's delays for the retries this call made.
+    expected_ms: u64,
+    /// Each sleep (an attempt or a backoff) may end up to one 1 ms tick late.
+    sleeps: u64,
+    delays_match_host: bool,
 }
 
-async fn timed<F: Future>(f: F) -> Outcome<F::Output> {
+impl Outcome {
+    fn took_expected_time(&self) -> bool {
+        (self.expected_ms..=self.expected_ms + self.sleeps).contains(&self.elapsed_ms)
+    }
+
+    fn cause(&self) -> Option<Degradation> {
+        match &self.served {
+            Ok(s) => s.degradation(),
+            Err(d) => Some(*d),
+        }
+    }
+}
+
+type SensorPipeline = Pipeline<Retry, (), &'static Breaker, (), &'static Bulkhead, ()>;
+type Sensor<'a> = Resilience<&'a SensorPipeline, &'static DelayLog>;
+
+/// How long each attempt of a call reads the sensor before answering or hanging.
+const READ: Duration = Duration::from_millis(3);
+/// The pipeline's attempt timeout, where a hung read is cut.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(10);
+
+/// Runs one call, each attempt answering the next entry of `script` after [`READ`] (or
+/// hanging until the attempt timeout), served the last known good reading when it fails.
+async fn call(
+    sensor: &Sensor<'_>,
+    rng: &mut SeededRandom,
+    options: CallOptions,
+    mut script: impl Iterator<Item = Read>,
+) -> Outcome {
+    let first_delay = DELAYS.len();
+    let mut reads = 0u32;
+    let mut attempts_ms = 0u64;
     let start = embassy_time::Instant::now();
-    let result = f.await;
+    let served = sensor
+        .execute_or(rng, options, Fallback::LastKnownGood(&LAST_READING), || {
+            reads += 1;
+            let read = script.next().flatten();
+            attempts_ms += if read.is_some() {
+                READ
+            } else {
+                ATTEMPT_TIMEOUT
+            }
+            .as_millis() as u64;
+            read_sensor(READ, read)
+        })
+        .await
+        .map_err(|e| e.degradation());
+    let elapsed_ms = start.elapsed().as_millis();
+    let retries = DELAYS.len() - first_delay;
+    let backoff_ms: u64 = EMBASSY_BACKOFF
+        .iter()
+        .skip(first_delay)
+        .take(retries)
+        .map(|&d| ceil_millis(d))
+        .sum();
     Outcome {
-        result,
-        elapsed_ms: start.elapsed().as_millis(),
+        served,
+        reads,
+        elapsed_ms,
+        expected_ms: attempts_ms + backoff_ms,
+        sleeps: u64::from(reads) + retries as u64,
+        delays_match_host: DELAYS.matches_host(first_delay),
     }
 }
 
@@ -113,87 +204,80 @@ fn check(ok: bool, what: &str, failures: &mut u32) {
     }
 }
 
+/// The checks every call makes: its retries drew the host's delays, and it took the time
+/// those delays and its attempts add up to.
+fn check_timing(name: &str, out: &Outcome, failures: &mut u32) {
+    hprintln!(
+        "{}: {} reads in {} ms (host: {} ms + up to {} ticks late), served {:?}",
+        name,
+        out.reads,
+        out.elapsed_ms,
+        out.expected_ms,
+        out.sleeps,
+        out.served
+    );
+    check(
+        out.delays_match_host,
+        "retries_drew_the_host_delays",
+        failures,
+    );
+    check(
+        out.took_expected_time(),
+        "elapsed_matches_host_delays",
+        failures,
+    );
+}
+
+const NACK: Read = Some(Err(I2cError::Nack));
+const HANG: Read = None;
+
 #[embassy_executor::main]
 async fn main(_spawner: Spawner) {
     driver::start(cortex_m::Peripherals::take().unwrap());
     let mut failures = 0;
-    let timer = EmbassyTimer;
-    let classifier = ResultClassifier::new();
-    let mut rng = SeededRandom::new(0xE3BA_5500);
-    let pipeline = Pipeline::new()
-        .retry(FixedBackoff {
-            attempts: 4,
-            delay: Duration::from_millis(20),
-        })
+    let mut rng = SeededRandom::new(SEED);
+    let pipeline: SensorPipeline = Pipeline::new()
+        .retry(RETRY)
         .breaker(&BREAKER)
         .bulkhead(&BULKHEAD)
-        .attempt_timeout(Duration::from_millis(10));
+        .attempt_timeout(ATTEMPT_TIMEOUT);
+    let sensor = Resilience::new(&pipeline).observer(&DELAYS);
+    let plain = CallOptions::default();
 
-    // 1. Two NACKs, then a reading: 3 ms + 20 + 3 ms + 20 + 3 ms = 49 ms.
-    let mut script = [Err(I2cError::Nack), Err(I2cError::Nack), Ok(0x2A5)].into_iter();
-    let mut reads = 0;
-    let out = timed(execute(
-        &pipeline,
-        &timer,
+    // 1. Two NACKs, then a reading: fresh, and remembered.
+    let out = call(
+        &sensor,
         &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || {
-            reads += 1;
-            read_sensor(Duration::from_millis(3), script.next())
-        },
-    ))
+        plain,
+        [NACK, NACK, Some(Ok(0x2A5))].into_iter(),
+    )
     .await;
-    hprintln!(
-        "flaky read: {:?} after {} reads in {} ms",
-        out.result,
-        reads,
-        out.elapsed_ms
-    );
+    check_timing("flaky read", &out, &mut failures);
     check(
-        out.result == Ok(Ok(0x2A5)) && reads == 3,
+        out.served == Ok(Served::Fresh(Ok(0x2A5))) && out.reads == 3,
         "flaky_read_succeeds_on_third_attempt",
         &mut failures,
     );
-    check(
-        (49..=51).contains(&out.elapsed_ms),
-        "flaky_read_takes_49ms",
-        &mut failures,
-    );
 
-    // 2. The sensor hangs: each attempt is cut at its 10 ms deadline and the hung future is
-    // dropped; idempotent, so timeouts are retried: 4 × 10 ms + 3 × 20 ms = 100 ms.
-    let mut reads = 0;
-    let out = timed(execute(
-        &pipeline,
-        &timer,
+    // 2. The sensor hangs: each attempt is cut at its deadline and the hung future dropped;
+    // idempotent, so timeouts are retried until the attempts run out. The last good reading
+    // answers.
+    let out = call(
+        &sensor,
         &mut rng,
-        &(),
-        CallOptions::default().idempotent(true),
-        &classifier,
-        || {
-            reads += 1;
-            read_sensor(Duration::from_millis(1), None)
-        },
-    ))
+        plain.idempotent(true),
+        core::iter::repeat(HANG),
+    )
     .await;
-    hprintln!("hung read: {} reads in {} ms", reads, out.elapsed_ms);
+    check_timing("hung read", &out, &mut failures);
     check(
-        matches!(
-            out.result,
-            Err(ExecuteError::GaveUp {
-                reason: GiveUpReason::AttemptsExhausted { attempts: 4 },
-                attempts: 4,
-                last: Attempted::TimedOut
-            })
-        ),
-        "hung_read_times_out_four_times",
-        &mut failures,
-    );
-    check(
-        (100..=103).contains(&out.elapsed_ms),
-        "hung_read_takes_100ms",
+        out.reads == RETRY.config().max_attempts()
+            && out.cause()
+                == Some(Degradation::GaveUp(GiveUpReason::AttemptsExhausted {
+                    attempts: RETRY.config().max_attempts(),
+                }))
+            && out.served.as_ref().ok().map(|s| s.clone().into_inner()) == Some(Ok(0x2A5)),
+        "hung_read_times_out_then_serves_last_good",
         &mut failures,
     );
     check(
@@ -203,61 +287,29 @@ async fn main(_spawner: Spawner) {
     );
 
     // 3. Not idempotent: a timeout is final after one attempt.
-    let mut reads = 0;
-    let out = timed(execute(
-        &pipeline,
-        &timer,
-        &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || {
-            reads += 1;
-            read_sensor(Duration::from_millis(1), None)
-        },
-    ))
-    .await;
+    let out = call(&sensor, &mut rng, plain, core::iter::repeat(HANG)).await;
+    check_timing("hung read, not idempotent", &out, &mut failures);
     check(
-        matches!(
-            out.result,
-            Err(ExecuteError::GaveUp {
-                reason: GiveUpReason::NotRetryable(_),
-                attempts: 1,
-                ..
-            })
-        ) && (10..=11).contains(&out.elapsed_ms),
+        out.reads == 1
+            && out.cause()
+                == Some(Degradation::GaveUp(GiveUpReason::NotRetryable(
+                    VerdictKind::Timeout,
+                ))),
         "non_idempotent_timeout_not_retried",
         &mut failures,
     );
 
-    // 4. The outcomes so far (2 NACKs, 5 timeouts, 1 success) are in the breaker's window;
-    // a dead sensor's 2nd NACK is the 10th call (the minimum) and opens it: the retry that
-    // follows is refused at once with circuit-open and the instant of the first probe.
-    let mut reads = 0;
-    let out = timed(execute(
-        &pipeline,
-        &timer,
-        &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || {
-            reads += 1;
-            read_sensor(Duration::from_millis(2), Some(Err(I2cError::Nack)))
-        },
-    ))
-    .await;
-    hprintln!(
-        "dead sensor: {} reads, breaker {:?}, {} ms",
-        reads,
-        BREAKER.state(),
-        out.elapsed_ms
-    );
-    let refused = out.result.as_ref().err().and_then(|e| e.rejection());
+    // 4. The outcomes so far (2 NACKs, 5 timeouts, 1 success) are in the breaker's window; a
+    // dead sensor's 2nd NACK is the 10th call (the minimum) and opens it: the retry that
+    // follows is refused at admission with circuit-open and the instant of the first probe.
+    let out = call(&sensor, &mut rng, plain, core::iter::repeat(NACK)).await;
+    check_timing("dead sensor", &out, &mut failures);
+    let refused = match out.cause() {
+        Some(Degradation::Refused(r)) if r.reason() == RejectReason::CircuitOpen => Some(r),
+        _ => None,
+    };
     check(
-        reads == 2
-            && BREAKER.state() == CircuitState::Open
-            && refused.is_some_and(|r| r.reason() == resilix::RejectReason::CircuitOpen),
+        out.reads == 2 && BREAKER.state() == CircuitState::Open && refused.is_some(),
         "dead_sensor_opens_the_breaker",
         &mut failures,
     );
@@ -265,19 +317,16 @@ async fn main(_spawner: Spawner) {
     // 5. After the open wait (5 s, no jitter here), a probe succeeds and closes it.
     let retry_at = refused.and_then(|r| r.retry_at()).unwrap_or(Instant::MAX);
     EmbassyTimer.sleep_until(retry_at).await;
-    let out = timed(execute(
-        &pipeline,
-        &timer,
-        &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || read_sensor(Duration::from_millis(2), Some(Ok(7))),
-    ))
-    .await;
+    let out = call(&sensor, &mut rng, plain, [Some(Ok(7))].into_iter()).await;
+    check_timing("probe", &out, &mut failures);
     check(
-        out.result == Ok(Ok(7)) && BREAKER.state() == CircuitState::Closed,
+        out.served == Ok(Served::Fresh(Ok(7))) && BREAKER.state() == CircuitState::Closed,
         "probe_after_open_wait_closes",
+        &mut failures,
+    );
+    check(
+        DELAYS.len() == EMBASSY_BACKOFF.len(),
+        "every_host_delay_was_drawn",
         &mut failures,
     );
 
@@ -291,7 +340,7 @@ async fn main(_spawner: Spawner) {
         isr_breaker,
         ISR_MAX_HELD.load(Ordering::Relaxed)
     );
-    // ~5.3 s at one call per 10 ms; the breaker refuses the interrupt too while open.
+    // ~5.2 s at one call per 10 ms; the breaker refuses the interrupt too while open.
     check(
         isr > 400 && isr_breaker > 10,
         "systick_isr_admits_and_settles",
@@ -326,10 +375,7 @@ pub(crate) fn interrupt_call(now: Instant) {
     ISR_MAX_HELD.fetch_max(BULKHEAD.held(), Ordering::Relaxed);
     if let Ok(breaker) = BREAKER.admit(&mut env) {
         if n % 2 == 0 {
-            breaker.settle(
-                &Verdict::Rejected(resilix::RejectReason::BulkheadFull),
-                &mut env,
-            );
+            breaker.settle(&Verdict::Rejected(RejectReason::BulkheadFull), &mut env);
         } else {
             drop(breaker);
         }

@@ -8,13 +8,7 @@ use cortex_m_semihosting::{debug, hprintln};
 #[cfg(target_arch = "riscv32")]
 use riscv_semihosting::{debug, hprintln};
 
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    hprintln!("PANIC: {}", info);
-    debug::exit(debug::EXIT_FAILURE);
-    #[allow(clippy::empty_loop)]
-    loop {}
-}
+include!("../../link/panic.rs");
 
 fn run() -> ! {
     hprintln!("resilix on-device checks ({})", TARGET);

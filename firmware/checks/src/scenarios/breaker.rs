@@ -4,7 +4,7 @@
 
 use core::time::Duration;
 
-use resilix::breaker::{Breaker, CircuitState, Config, OpenBackoff};
+use resilix::breaker::{Breaker, CircuitState, Config};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
@@ -13,30 +13,10 @@ use resilix::{RejectReason, Verdict};
 use super::ensure;
 use super::pipeline::Counts;
 use crate::Trace;
-
-fn state_code(s: CircuitState) -> u64 {
-    match s {
-        CircuitState::Closed => 1,
-        CircuitState::Open => 2,
-        CircuitState::HalfOpen => 3,
-        CircuitState::ForcedOpen => 4,
-        CircuitState::Disabled => 5,
-    }
-}
+use crate::codes::state_code;
 
 pub(crate) fn states(t: &mut Trace) -> Result<(), &'static str> {
-    let config = Config {
-        minimum_calls: 4,
-        open_wait: Duration::from_secs(5),
-        open_jitter_percent: 20,
-        open_backoff: Some(OpenBackoff {
-            multiplier_percent: 200,
-            max_wait: Duration::from_secs(60),
-        }),
-        half_open_probes: 2,
-        probes_to_close: 2,
-        ..Config::DEFAULT
-    };
+    let config = crate::config::BREAKER;
     ensure(
         Breaker::new(Config {
             half_open_probes: 0,

@@ -5,8 +5,9 @@ use resilix::classify::http::classify_status;
 use resilix::classify::retry_after::{RetryAfter, parse_delay};
 use resilix::{Verdict, VerdictKind};
 
-use super::{ensure, nanos, verdict_code};
+use super::{ensure, nanos};
 use crate::Trace;
+use crate::codes::verdict_code;
 
 pub(crate) fn http(t: &mut Trace) -> Result<(), &'static str> {
     let wait = Some(core::time::Duration::from_secs(2));

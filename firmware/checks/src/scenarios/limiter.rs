@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use resilix::limiter::{Limiter, LimiterConfig};
+use resilix::limiter::Limiter;
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
@@ -13,16 +13,7 @@ use super::ensure;
 use crate::Trace;
 
 pub(crate) fn adapts(t: &mut Trace) -> Result<(), &'static str> {
-    for config in [
-        LimiterConfig::gradient2(),
-        LimiterConfig::vegas(),
-        LimiterConfig::aimd(),
-    ] {
-        let config = LimiterConfig {
-            initial_limit: 8,
-            min_limit: 2,
-            ..config
-        };
+    for config in crate::config::LIMITERS {
         let limiter = Limiter::new(config).map_err(|_| "valid limiter config refused")?;
         let mut rng = SeededRandom::new(0x1111);
         let mut latency_rng = SeededRandom::new(0x2222);

@@ -3,6 +3,7 @@
 
 pub(crate) mod breaker;
 pub(crate) mod classify;
+pub(crate) mod embassy;
 pub(crate) mod histogram;
 pub(crate) mod limiter;
 pub(crate) mod pipeline;
@@ -11,7 +12,6 @@ pub(crate) mod retry;
 pub(crate) mod time;
 
 use core::time::Duration;
-use resilix::{RejectReason, Verdict, VerdictKind};
 
 /// An inline assertion: what the scenario means, independent of the host's vector.
 pub(crate) fn ensure(condition: bool, what: &'static str) -> Result<(), &'static str> {
@@ -20,38 +20,6 @@ pub(crate) fn ensure(condition: bool, what: &'static str) -> Result<(), &'static
 
 pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// A verdict as one number: its kind in the low byte, the Retry-After (ms, plus one so that
-/// zero means "none") or the rejection reason above it.
-pub(crate) fn verdict_code(v: &Verdict) -> u64 {
-    let kind = match v.kind() {
-        VerdictKind::Success => 1,
-        VerdictKind::Answered => 2,
-        VerdictKind::Overload => 3,
-        VerdictKind::Transient => 4,
-        VerdictKind::Timeout => 5,
-        VerdictKind::Rejected => 6,
-    };
-    let extra = match v {
-        Verdict::Overload {
-            retry_after: Some(d),
-        } => d.as_millis() as u64 + 1,
-        Verdict::Rejected(reason) => reason_code(*reason),
-        _ => 0,
-    };
-    kind | extra << 8
-}
-
-pub(crate) fn reason_code(r: RejectReason) -> u64 {
-    match r {
-        RejectReason::CircuitOpen => 1,
-        RejectReason::LimiterFull => 2,
-        RejectReason::Throttled => 3,
-        RejectReason::BulkheadFull => 4,
-        RejectReason::RateLimited => 5,
-        RejectReason::BudgetExceeded => 6,
-    }
 }
 
 /// Bytes as numbers: the length, then 8 bytes per word, little-endian.

@@ -19,8 +19,9 @@ use resilix::retry::GiveUpReason;
 use resilix::time::{Deadline, Instant};
 use resilix::{RejectReason, Verdict};
 
-use super::{ensure, nanos, reason_code};
+use super::{ensure, nanos};
 use crate::Trace;
+use crate::codes::{give_up_code, reason_code};
 
 /// Counts what the pipeline reports. Cells: an observer takes `&self` and this one is never
 /// shared across threads.
@@ -69,28 +70,6 @@ pub(crate) fn push_next(t: &mut Trace, next: &Next) {
             t.push(3);
             t.push(give_up_code(reason));
         }
-    }
-}
-
-pub(crate) fn give_up_code(reason: &GiveUpReason) -> u64 {
-    match reason {
-        GiveUpReason::NotRetryable(kind) => 100 + super::verdict_code(&kind_verdict(*kind)),
-        GiveUpReason::AttemptsExhausted { attempts } => 200 + u64::from(*attempts),
-        GiveUpReason::BudgetExceeded => 300,
-        GiveUpReason::DeadlineWouldPass => 301,
-        GiveUpReason::RetryAfterBeyondDeadline => 302,
-    }
-}
-
-fn kind_verdict(kind: resilix::VerdictKind) -> Verdict {
-    use resilix::VerdictKind as K;
-    match kind {
-        K::Success => Verdict::Success,
-        K::Answered => Verdict::Answered,
-        K::Overload => Verdict::Overload { retry_after: None },
-        K::Transient => Verdict::Transient,
-        K::Timeout => Verdict::Timeout,
-        K::Rejected => Verdict::Rejected(RejectReason::BulkheadFull),
     }
 }
 

@@ -6,7 +6,7 @@ use resilix::call::{CallOptions, Next};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
-use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+use resilix::rate_limit::RateLimiter;
 use resilix::retry::budget::Unlimited;
 use resilix::retry::{Backoff, Retry, RetryConfig};
 use resilix::throttler::{Throttler, ThrottlerConfig};
@@ -97,8 +97,7 @@ pub(crate) fn throttle_and_rate(t: &mut Trace) -> Result<(), &'static str> {
     t.push(sent);
     t.push(shed);
 
-    let limiter =
-        RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).map_err(|_| "rate refused")?;
+    let limiter = RateLimiter::new(crate::config::RATE).map_err(|_| "rate refused")?;
     let mut admitted = 0u64;
     for _ in 0..30 {
         if let Ok(p) = limiter.admit(&mut env) {

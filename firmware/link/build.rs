@@ -1,6 +1,8 @@
-//! Memory maps of the QEMU machines qemu-run.sh picks. Cortex-M (microbit, mps2-an386): flash
-//! at 0, RAM at 0x2000_0000, 16 KiB fits both. RISC-V `virt` with `-bios none`: execution
-//! starts at 0x8000_0000 in RAM, where everything lives.
+//! The one build script of every firmware crate here (each names it with
+//! `build = "../link/build.rs"` in its Cargo.toml): writes memory.x for the QEMU machine
+//! qemu-run.sh picks and passes the linker scripts. Cortex-M (microbit, mps2-an386): flash at
+//! 0, RAM at 0x2000_0000, 16 KiB fits both. RISC-V `virt` with `-bios none`: execution starts
+//! at 0x8000_0000 in RAM, where everything lives.
 use std::{env, fs, path::PathBuf};
 
 fn main() {
@@ -23,5 +25,5 @@ fn main() {
     if target.starts_with("thumb") || target.starts_with("riscv32") {
         println!("cargo:rustc-link-arg=-Tlink.x");
     }
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../link/build.rs");
 }
