@@ -4,6 +4,7 @@ use std::task::{Context, Poll};
 
 use resilix::execute::Timer;
 use resilix::time::{Clock, Instant};
+use resilix::waiters::WaitTimer;
 
 /// A [`Clock`] on `std::time::Instant` (what `async-io` timers use), with its origin at the
 /// clock's creation.
@@ -93,6 +94,15 @@ impl Future for Sleep {
     type Output = ();
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
+}
+
+/// A waiter's sleep: an `async-io` timer owns its registration already.
+impl WaitTimer for AsyncIoTimer {
+    type OwnedSleep = Sleep;
+
+    fn sleep_owned(&self, at: Instant) -> Sleep {
+        self.sleep_until(at)
     }
 }
 

@@ -24,16 +24,66 @@
 //! });
 //! ```
 
+//! Waiting for a bulkhead slot or in the limiter's queue zone works as in `resilix-tokio`
+//! (the rules are the core's, in [`resilix::waiters`]): give the policy a [`SlotWaiters`] hook
+//! and call `execute_waiting`. A caller that waits registers one `async-io` timer.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix_async_std::{Resilience, SlotWaiters};
+//!
+//! # smol::block_on(async {
+//! let wait = WaitConfig::new(8, Duration::from_millis(100), WaitOrder::Fifo).unwrap();
+//! let bulkhead = Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::<8>::new(wait));
+//! let pipeline = Pipeline::new().bulkhead(&bulkhead);
+//! let resilience = Resilience::new(&pipeline);
+//! let work = || async {
+//!     async_io::Timer::after(Duration::from_millis(3)).await;
+//!     Ok::<(), ()>(())
+//! };
+//! // Two calls, one slot: the second waits 3 ms for the first instead of being refused.
+//! let (a, b) = smol::future::zip(
+//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//! )
+//! .await;
+//! assert!(a.is_ok() && b.is_ok());
+//! # });
+//! ```
+
 mod clock;
-mod fallback;
-mod resilience;
-mod seed;
-pub mod wait;
 
 pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};
-pub use fallback::{Fallback, LastKnownGood, Served};
-pub use resilience::Resilience;
-pub use seed::thread_seed;
-pub use wait::{BulkheadGate, SlotWaiters};
 
 pub use resilix::execute::{Attempted, ExecuteError};
+pub use resilix::waiters::WaitGate;
+pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, thread_seed};
+
+/// A pipeline with its observer and classifier, ready to run calls on async-std or smol: the
+/// core's [`resilix::resilience::Resilience`] on [`AsyncIoTimer`], with per-thread entropy
+/// for jitter and shedding ([`StdSeeds`]) unless given a seed.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilix::call::CallOptions;
+/// use resilix::pipeline::Pipeline;
+/// use resilix_async_std::Resilience;
+///
+/// # async_io::block_on(async {
+/// let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(5));
+/// let resilience = Resilience::new(&pipeline).seed(7);
+/// let slow = resilience
+///     .execute(CallOptions::default(), || async {
+///         async_io::Timer::after(Duration::from_secs(1)).await;
+///         Ok::<(), u16>(())
+///     })
+///     .await;
+/// assert!(slow.is_err(), "cut off after 5 ms");
+/// # });
+/// ```
+pub type Resilience<P, O = (), C = resilix::classify::ResultClassifier> =
+    resilix::resilience::Resilience<P, AsyncIoTimer, StdSeeds, O, C>;

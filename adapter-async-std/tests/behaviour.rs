@@ -4,42 +4,14 @@
 
 use std::time::Duration;
 
-use resilix::call::CallOptions;
-use resilix::observe::Degradation;
-use resilix_async_std::{AsyncIoTimer, Fallback, LastKnownGood, Resilience};
+use resilix_async_std::{AsyncIoTimer, LastKnownGood};
 use resilix_testkit as kit;
-use resilix_testkit::{FallbackSubject, GatePipeline, Log, Tolerance};
+use resilix_testkit::Tolerance;
 
 const UNIT: Duration = Duration::from_millis(2);
 // Real timers on a shared 2-core machine: generous, but a lost retry delay (20 ms) or a
 // missed deadline would still exceed it relative to the exact lower bound.
 const LATE: Tolerance = Tolerance::real(Duration::from_millis(150));
-
-struct Subject(LastKnownGood<Result<u32, &'static str>>);
-
-impl FallbackSubject for Subject {
-    async fn serve<'a>(
-        &'a self,
-        pipeline: &'a GatePipeline<'a>,
-        log: &'a Log,
-        result: Result<u32, &'static str>,
-        default: u32,
-    ) -> (u32, Option<Degradation>) {
-        {
-            let resilience = Resilience::new(pipeline).observer(log);
-            let served = resilience
-                .execute_or(
-                    CallOptions::default(),
-                    Fallback::LastKnownGoodOr(&self.0, Ok(default)),
-                    || async move { result },
-                )
-                .await
-                .expect("a default is always there");
-            let cause = served.degradation();
-            (served.into_inner().expect("fallbacks are successes"), cause)
-        }
-    }
-}
 
 macro_rules! suite {
     ($runtime:ident, $run:expr) => {
@@ -87,7 +59,7 @@ macro_rules! suite {
 
             #[test]
             fn fallback() {
-                $run(kit::fallback(&Subject(LastKnownGood::new())));
+                $run(kit::fallback(&AsyncIoTimer::new(), &LastKnownGood::new()));
             }
         }
     };

@@ -150,7 +150,7 @@ pub async fn sensor_task(sensor: &FlakySensor, tally: &Tally, readings: u32) -> 
     let mut fresh = 0;
     for _ in 0..readings {
         let served = resilience
-            .execute_or(
+            .execute_or_with_rng(
                 &mut rng,
                 CallOptions::default(),
                 Fallback::LastKnownGood(&LAST_READING),

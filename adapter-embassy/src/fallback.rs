@@ -2,12 +2,10 @@ use core::cell::RefCell;
 
 use critical_section::Mutex;
 
-use resilix::Verdict;
-use resilix::classify::Classify;
-use resilix::execute::ExecuteError;
-use resilix::observe::Degradation;
+use resilix::fallback::KnownGood;
 
-/// The last output a call's classifier called a `Success`, kept for fallbacks, in a `static`.
+/// The last output a call's classifier called a `Success`, kept for fallbacks
+/// ([`Fallback::LastKnownGood`](crate::Fallback::LastKnownGood)), in a `static`.
 ///
 /// Guarded by a critical section, held only to clone in or out: keep `T` small (a reading,
 /// a status word).
@@ -55,79 +53,11 @@ impl<T> LastKnownGood<T> {
     }
 }
 
-/// What answers a call when the upstream's answer is not available.
-#[derive(Debug)]
-pub enum Fallback<'a, T> {
-    /// This value.
-    Value(T),
-    /// The last success remembered in the store; the error when there is none yet.
-    LastKnownGood(&'a LastKnownGood<T>),
-    /// The last success remembered in the store, else this value.
-    LastKnownGoodOr(&'a LastKnownGood<T>, T),
-}
-
-/// An answer, and whether it came from the upstream or from the fallback.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Served<T> {
-    /// The upstream's answer.
-    Fresh(T),
-    /// The fallback's, because of `cause`.
-    Fallback {
-        /// The answer.
-        value: T,
-        /// Why the upstream's was not available.
-        cause: Degradation,
-    },
-}
-
-impl<T> Served<T> {
-    /// The answer, fresh or not.
-    pub fn into_inner(self) -> T {
-        match self {
-            Served::Fresh(v) | Served::Fallback { value: v, .. } => v,
-        }
+impl<T: Clone> KnownGood<T> for LastKnownGood<T> {
+    fn set(&self, value: T) {
+        LastKnownGood::set(self, value)
     }
-
-    /// Why the fallback answered, if it did.
-    pub fn degradation(&self) -> Option<Degradation> {
-        match self {
-            Served::Fresh(_) => None,
-            Served::Fallback { cause, .. } => Some(*cause),
-        }
-    }
-}
-
-impl<T: Clone> Fallback<'_, T> {
-    /// Serves `result`, or the fallback in its place; `served` hears each degradation.
-    pub(crate) fn resolve<C: Classify<T> + ?Sized>(
-        self,
-        result: Result<T, ExecuteError<T>>,
-        classifier: &C,
-        served: impl FnOnce(Degradation),
-    ) -> Result<Served<T>, ExecuteError<T>> {
-        let (store, default) = match self {
-            Fallback::Value(v) => (None, Some(v)),
-            Fallback::LastKnownGood(s) => (Some(s), None),
-            Fallback::LastKnownGoodOr(s, v) => (Some(s), Some(v)),
-        };
-        match result {
-            Ok(value) => {
-                if let Some(store) = store {
-                    // Only successes are worth repeating; an answered error (a 404) is not.
-                    if classifier.classify(&value) == Verdict::Success {
-                        store.set(value.clone());
-                    }
-                }
-                Ok(Served::Fresh(value))
-            }
-            Err(error) => match store.and_then(LastKnownGood::get).or(default) {
-                Some(value) => {
-                    let cause = error.degradation();
-                    served(cause);
-                    Ok(Served::Fallback { value, cause })
-                }
-                None => Err(error),
-            },
-        }
+    fn get(&self) -> Option<T> {
+        LastKnownGood::get(self)
     }
 }

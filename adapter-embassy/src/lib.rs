@@ -4,12 +4,17 @@
 //! lends it embassy's clock and timers ([`EmbassyTimer`]) and adds [`Resilience`] (a pipeline
 //! with its observer and classifier) and fallbacks ([`LastKnownGood`] in a `static`).
 //!
+//! Everything runtime-agnostic is the core's: [`Resilience`] is
+//! [`resilix::resilience::Resilience`] on [`EmbassyTimer`], bounded waiting is
+//! [`resilix::waiters`] (with a [`SlotWaiters`] list behind a critical section), fallbacks are
+//! [`resilix::fallback`]. What this crate adds is what must differ on firmware:
+//!
 //! * [`EmbassyClock`] converts embassy ticks to nanoseconds exactly, never truncating to whole
 //!   milliseconds (backon does), and rounds the other way up so a timer never fires early.
 //! * Policies live in `static`s; the pipeline borrows them (`&'static Bulkhead`, ...).
 //! * **Randomness is yours to supply**: firmware has no entropy at start-up, and a seed shared
 //!   by every device would make them all jitter alike. Pass a generator per task to
-//!   [`Resilience::execute`]: a hardware RNG through the core's `rand_core` bridges, or a
+//!   `execute_with_rng`: a hardware RNG through the core's `rand_core` bridges, or a
 //!   [`SeededRandom`](resilix::random::SeededRandom) seeded from a serial number or a TRNG.
 //!
 //! ```no_run
@@ -33,32 +38,57 @@
 //!         .attempt_timeout(Duration::from_millis(20));
 //!     let resilience = Resilience::new(&pipeline);
 //!     let mut rng = SeededRandom::new(device_serial);
-//!     let reading = resilience.execute(&mut rng, CallOptions::default(), read_sensor).await;
+//!     let reading = resilience.execute_with_rng(&mut rng, CallOptions::default(), read_sensor).await;
 //! }
 //! ```
 #![no_std]
 
+//!
+//! Waiting for a slot, with the policy in a `static` (the waiter list is the core's
+//! fixed-capacity queue behind a critical section, so it needs no heap):
+//!
+//! ```no_run
+//! use core::time::Duration;
+//! use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix::random::SeededRandom;
+//! use resilix_embassy::{Resilience, SlotWaiters};
+//!
+//! static RADIO: Bulkhead<SlotWaiters<4>> = Bulkhead::with_hook(
+//!     match BulkheadConfig::new(1) { Ok(c) => c, Err(_) => panic!() },
+//!     SlotWaiters::new(match WaitConfig::new(4, Duration::from_millis(50), WaitOrder::Fifo) {
+//!         Ok(c) => c,
+//!         Err(_) => panic!(),
+//!     }),
+//! );
+//!
+//! async fn send(frame: &[u8]) -> Result<(), ()> { Ok(()) }
+//!
+//! async fn task(serial: u64) {
+//!     let pipeline = Pipeline::new().bulkhead(&RADIO);
+//!     let resilience = Resilience::new(&pipeline);
+//!     let mut rng = SeededRandom::new(serial);
+//!     let sent = resilience
+//!         .execute_waiting_with_rng(&RADIO, &mut rng, CallOptions::default(), || send(b"hello"))
+//!         .await;
+//! }
+//! ```
+
 mod fallback;
-pub mod wait;
+mod lock;
 
-pub use fallback::{Fallback, LastKnownGood, Served};
-pub use wait::{BulkheadGate, SlotWaiters};
+pub use fallback::LastKnownGood;
+pub use lock::{CsLock, SlotWaiters};
 
-use core::future::Future;
-use core::ops::Deref;
+pub use resilix::execute::{Attempted, ExecuteError};
+pub use resilix::fallback::{Fallback, Served};
+pub use resilix::waiters::WaitGate;
 
-use resilix::bulkhead::Bulkhead;
-use resilix::call::CallOptions;
-use resilix::classify::{Classify, ResultClassifier};
-use resilix::execute::{ExecuteError, Timer, execute, execute_gated};
-use resilix::observe::{Event, Observer};
-use resilix::permit::Policy;
-use resilix::pipeline::Pipeline;
-use resilix::random::Random;
-use resilix::retry::RetryPolicy;
+use resilix::execute::Timer;
 use resilix::time::{Clock, Instant};
-
-pub use resilix::execute::Attempted;
+use resilix::waiters::WaitTimer;
 
 /// A [`Clock`] on `embassy_time::Instant` (the timeline starts at boot).
 ///
@@ -134,139 +164,25 @@ impl Timer for EmbassyTimer {
     }
 }
 
-/// A pipeline with its observer and classifier, ready to run calls on embassy.
+/// A waiter's sleep: an embassy timer owns its expiry already.
+impl WaitTimer for EmbassyTimer {
+    type OwnedSleep = embassy_time::Timer;
+
+    fn sleep_owned(&self, at: Instant) -> embassy_time::Timer {
+        self.sleep_until(at)
+    }
+}
+
+/// A pipeline with its observer and classifier, ready to run calls on embassy: the core's
+/// [`resilix::resilience::Resilience`] on [`EmbassyTimer`], with no seed source (`()`), so
+/// each call takes a generator (`execute_with_rng`, `execute_waiting_with_rng`,
+/// `execute_or_with_rng`); or give it one with `.seeds(FixedSeeds::new(serial))`.
 ///
-/// `P` is anything that dereferences to a [`Pipeline`]; on firmware, `&pipeline` built in the
-/// task from `&'static` policies. See the [crate docs](crate) for an example.
-#[derive(Debug)]
-pub struct Resilience<P, O = (), C = ResultClassifier> {
-    pipeline: P,
-    observer: O,
-    classifier: C,
-}
-
-impl<P> Resilience<P> {
-    /// Runs calls through `pipeline`, classifying `Result`s (every `Err` a transient failure),
-    /// observing nothing.
-    pub const fn new(pipeline: P) -> Self {
-        Resilience {
-            pipeline,
-            observer: (),
-            classifier: ResultClassifier::new(),
-        }
-    }
-}
-
-impl<P, O, C> Resilience<P, O, C> {
-    /// Reports every event to `observer` (a defmt logger, a counter in a `static`).
-    pub fn observer<O2: Observer>(self, observer: O2) -> Resilience<P, O2, C> {
-        Resilience {
-            pipeline: self.pipeline,
-            observer,
-            classifier: self.classifier,
-        }
-    }
-
-    /// Turns each attempt's output into a verdict with `classifier`.
-    pub fn classifier<C2>(self, classifier: C2) -> Resilience<P, O, C2> {
-        Resilience {
-            pipeline: self.pipeline,
-            observer: self.observer,
-            classifier,
-        }
-    }
-}
-
-impl<P, O, C, Rt, T, B, L, H, Rl> Resilience<P, O, C>
-where
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
-    O: Observer,
-{
-    /// Runs `operation` (called once per attempt) through the pipeline, drawing jitter and
-    /// shedding decisions from `rng`. Returns the output, or the core's typed error. Dropping
-    /// the future at any await point gives back every permit and records nothing.
-    pub async fn execute<R, F, Fut>(
-        &self,
-        rng: &mut R,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
-    where
-        R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
-    {
-        execute(
-            &*self.pipeline,
-            &EmbassyTimer,
-            rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await
-    }
-
-    /// [`Self::execute`], with each attempt waiting (boundedly) for a slot of `bulkhead`
-    /// instead of being refused at once: see [`wait`]. `bulkhead` must be the one in the
-    /// pipeline's bulkhead slot.
-    pub async fn execute_waiting<const N: usize, R, F, Fut>(
-        &self,
-        bulkhead: &Bulkhead<SlotWaiters<N>>,
-        rng: &mut R,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
-    where
-        R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
-    {
-        execute_gated(
-            &*self.pipeline,
-            &EmbassyTimer,
-            rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            &BulkheadGate::new(bulkhead),
-            operation,
-        )
-        .await
-    }
-
-    /// [`Self::execute`], answered by `fallback` on refusal, give-up or a passed deadline; the
-    /// observer hears [`Event::FallbackServed`]. Successes are remembered in a
-    /// [`LastKnownGood`] store when one is given.
-    pub async fn execute_or<R, F, Fut>(
-        &self,
-        rng: &mut R,
-        options: CallOptions,
-        fallback: Fallback<'_, Fut::Output>,
-        operation: F,
-    ) -> Result<Served<Fut::Output>, ExecuteError<Fut::Output>>
-    where
-        R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        Fut::Output: Clone,
-        C: Classify<Fut::Output>,
-    {
-        let result = self.execute(rng, options, operation).await;
-        fallback.resolve(result, &self.classifier, |cause| {
-            self.observer.on_event(&Event::FallbackServed { cause })
-        })
-    }
-}
+/// `P` is anything that dereferences to a [`Pipeline`](resilix::pipeline::Pipeline); on
+/// firmware, `&pipeline` built in the task from `&'static` policies. See the
+/// [crate docs](crate) for an example.
+pub type Resilience<P, O = (), C = resilix::classify::ResultClassifier> =
+    resilix::resilience::Resilience<P, EmbassyTimer, (), O, C>;
 
 #[cfg(test)]
 mod tests {

@@ -37,8 +37,8 @@ fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
     let (mut r1, mut r2) = (SeededRandom::new(1), SeededRandom::new(2));
     let start = embassy_time::Instant::now();
     let (a, b) = block_on(join(
-        r.execute_waiting(&RADIO, &mut r1, CallOptions::default(), || work(5)),
-        r.execute_waiting(&RADIO, &mut r2, CallOptions::default(), || work(5)),
+        r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(5)),
+        r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(5)),
     ));
     assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
     assert!(start.elapsed() >= embassy_time::Duration::from_millis(10));
@@ -46,12 +46,12 @@ fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
     // The holder takes 60 ms; the waiter gives up after 20; a third finds the one place taken.
     let mut r3 = SeededRandom::new(3);
     let (holder, (waiter, third)) = block_on(join(
-        r.execute_waiting(&RADIO, &mut r1, CallOptions::default(), || work(60)),
+        r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(60)),
         join(
-            r.execute_waiting(&RADIO, &mut r2, CallOptions::default(), || work(1)),
+            r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(1)),
             async {
                 embassy_time::Timer::after_millis(2).await;
-                r.execute_waiting(&RADIO, &mut r3, CallOptions::default(), || work(1))
+                r.execute_waiting_with_rng(&RADIO, &mut r3, CallOptions::default(), || work(1))
                     .await
             },
         ),

@@ -61,7 +61,7 @@ async fn main() -> std::io::Result<()> {
                     match handled {
                         Ok(Ok(body)) => (200, Vec::new(), body),
                         Err(ExecuteError::Refused { rejection, .. }) => {
-                            let now = resilience.clock().now();
+                            let now = resilience.timer().clock().now();
                             let value = retry_after_value(&rejection, now, Duration::from_secs(1));
                             let value = value.to_str().unwrap_or("1").to_string();
                             (

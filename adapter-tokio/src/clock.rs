@@ -1,5 +1,8 @@
+use std::pin::Pin;
+
 use resilix::execute::Timer;
 use resilix::time::{Clock, Instant};
+use resilix::waiters::WaitTimer;
 
 /// A [`Clock`] on `tokio::time::Instant`, with its origin at the clock's creation.
 ///
@@ -99,6 +102,16 @@ impl Timer for TokioTimer {
 
     fn sleep_until(&self, at: Instant) -> tokio::time::Sleep {
         tokio::time::sleep_until(self.clock.to_tokio(at))
+    }
+}
+
+/// A waiter's sleep: tokio's `Sleep` is `!Unpin`, so a waiting future boxes it (one
+/// allocation per caller that actually waits; the free path pays nothing).
+impl WaitTimer for TokioTimer {
+    type OwnedSleep = Pin<Box<tokio::time::Sleep>>;
+
+    fn sleep_owned(&self, at: Instant) -> Self::OwnedSleep {
+        Box::pin(tokio::time::sleep_until(self.clock.to_tokio(at)))
     }
 }
 

@@ -29,12 +29,43 @@
 //! # });
 //! ```
 
+//! # Waiting
+//!
+//! [`Resilience::execute_waiting`](resilix::resilience::Resilience::execute_waiting) holds each
+//! attempt (boundedly) until a bulkhead slot frees, or while the call waits in the adaptive
+//! limiter's queue zone, instead of refusing it at once: give the policy a [`SlotWaiters`]
+//! hook. The rules (max waiters, max wait, FIFO on arrival or LIFO, no hand-off) are the
+//! core's, in [`resilix::waiters`]. Cost: nothing on the path where a slot is free; one
+//! allocation (the timer) per caller that actually waits.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix_tokio::{Resilience, SlotWaiters};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! let wait = WaitConfig::new(8, Duration::from_millis(100), WaitOrder::Fifo).unwrap();
+//! let bulkhead = Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::<8>::new(wait));
+//! let pipeline = Pipeline::new().bulkhead(&bulkhead);
+//! let resilience = Resilience::new(&pipeline);
+//! let work = || async {
+//!     tokio::time::sleep(Duration::from_millis(30)).await;
+//!     Ok::<(), ()>(())
+//! };
+//! // Two calls, one slot: the second waits 30 ms for the first instead of being refused.
+//! let (a, b) = tokio::join!(
+//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//! );
+//! assert!(a.is_ok() && b.is_ok());
+//! # });
+//! ```
+
 mod clock;
-mod fallback;
-mod resilience;
-mod seed;
 mod statics;
-pub mod wait;
 
 #[cfg(feature = "http")]
 pub mod http;
@@ -46,10 +77,40 @@ pub mod tower;
 pub mod tracing;
 
 pub use clock::{TokioClock, TokioTimer};
-pub use fallback::{Fallback, LastKnownGood, Served};
-pub use resilience::Resilience;
-pub use seed::thread_seed;
 pub use statics::Static;
-pub use wait::{BulkheadGate, SlotWaiters};
 
 pub use resilix::execute::{Attempted, ExecuteError};
+pub use resilix::waiters::WaitGate;
+pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, thread_seed};
+
+/// A pipeline with its observer and classifier, ready to run calls on tokio: the core's
+/// [`resilix::resilience::Resilience`] on [`TokioTimer`], with per-thread entropy for jitter
+/// and shedding ([`StdSeeds`]) unless given a seed.
+///
+/// ```
+/// use std::time::Duration;
+/// use resilix::call::CallOptions;
+/// use resilix::classify::ResultClassifier;
+/// use resilix::pipeline::Pipeline;
+/// use resilix::Verdict;
+/// use resilix_tokio::Resilience;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+/// let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(50));
+/// // A 404 is an answer, not a failure: no policy counts it against the upstream.
+/// let resilience = Resilience::new(&pipeline)
+///     .classifier(ResultClassifier::with_errors(|status: &u16| {
+///         if *status == 404 { Verdict::Answered } else { Verdict::Transient }
+///     }))
+///     .seed(7);
+/// let slow = resilience
+///     .execute(CallOptions::default(), || async {
+///         tokio::time::sleep(Duration::from_secs(1)).await;
+///         Ok::<(), u16>(())
+///     })
+///     .await;
+/// assert!(slow.is_err(), "cut off after 50 ms");
+/// # });
+/// ```
+pub type Resilience<P, O = (), C = resilix::classify::ResultClassifier> =
+    resilix::resilience::Resilience<P, TokioTimer, StdSeeds, O, C>;

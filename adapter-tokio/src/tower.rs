@@ -161,7 +161,8 @@ where
             Box::pin(async move {
                 let mut options = CallOptions::default().idempotent(idempotent);
                 if let Some(t) = timeout {
-                    options = options.deadline(Deadline::after(resilience.clock().now(), t));
+                    options =
+                        options.deadline(Deadline::after(resilience.timer().clock().now(), t));
                 }
                 let result = resilience
                     .execute(options, move || {

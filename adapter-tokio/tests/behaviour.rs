@@ -2,11 +2,9 @@
 
 use std::time::Duration;
 
-use resilix::call::CallOptions;
-use resilix::observe::Degradation;
 use resilix_testkit as kit;
-use resilix_testkit::{FallbackSubject, GatePipeline, Log, Tolerance};
-use resilix_tokio::{Fallback, LastKnownGood, Resilience, TokioTimer};
+use resilix_testkit::Tolerance;
+use resilix_tokio::{LastKnownGood, TokioTimer};
 
 const UNIT: Duration = Duration::from_millis(10);
 
@@ -48,33 +46,7 @@ async fn cancel_during_retry_sleep() {
     kit::cancel_during_retry_sleep(&TokioTimer::new(), UNIT).await;
 }
 
-struct Subject(LastKnownGood<Result<u32, &'static str>>);
-
-impl FallbackSubject for Subject {
-    async fn serve<'a>(
-        &'a self,
-        pipeline: &'a GatePipeline<'a>,
-        log: &'a Log,
-        result: Result<u32, &'static str>,
-        default: u32,
-    ) -> (u32, Option<Degradation>) {
-        {
-            let resilience = Resilience::new(pipeline).observer(log);
-            let served = resilience
-                .execute_or(
-                    CallOptions::default(),
-                    Fallback::LastKnownGoodOr(&self.0, Ok(default)),
-                    || async move { result },
-                )
-                .await
-                .expect("a default is always there");
-            let cause = served.degradation();
-            (served.into_inner().expect("fallbacks are successes"), cause)
-        }
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn fallback() {
-    kit::fallback(&Subject(LastKnownGood::new())).await;
+    kit::fallback(&TokioTimer::new(), &LastKnownGood::new()).await;
 }

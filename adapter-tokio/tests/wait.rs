@@ -183,7 +183,7 @@ async fn many_tasks_on_two_threads_all_get_a_slot_and_the_cap_holds() {
     for _ in 0..48 {
         let (r, in_flight, peak) = (r.clone(), in_flight.clone(), peak.clone());
         tasks.push(tokio::spawn(async move {
-            r.execute_waiting(&B, CallOptions::default(), move || {
+            r.execute_waiting(&*B, CallOptions::default(), move || {
                 let (in_flight, peak) = (in_flight.clone(), peak.clone());
                 async move {
                     let n = in_flight.fetch_add(1, Ordering::SeqCst) + 1;

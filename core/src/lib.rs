@@ -44,6 +44,7 @@ pub mod bulkhead;
 pub mod call;
 pub mod classify;
 pub mod execute;
+pub mod fallback;
 pub mod limiter;
 pub mod observe;
 pub mod permit;
@@ -51,10 +52,13 @@ pub mod pipeline;
 pub mod random;
 pub mod rate_limit;
 pub mod rejection;
+pub mod release;
+pub mod resilience;
 pub mod retry;
 pub mod throttler;
 pub mod time;
 pub mod verdict;
+pub mod waiters;
 
 pub use rejection::{RejectReason, Rejection};
 

@@ -234,3 +234,67 @@ fn window_length_follows_twice_the_rtt_between_its_bounds() {
     }
     assert!(changes.get() >= 10, "{} limit changes", changes.get());
 }
+
+mod release_signal {
+    use core::cell::Cell;
+    use resilix::limiter::{Limiter, LimiterConfig};
+    use resilix::permit::{Env, Permit, Policy};
+    use resilix::random::SeededRandom;
+    use resilix::release::ReleaseHook;
+    use resilix::time::Instant;
+    use resilix::{RejectReason, Verdict};
+
+    #[derive(Debug)]
+    struct Count(Cell<u32>);
+    impl ReleaseHook for Count {
+        fn on_release(&self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    fn limiter() -> Limiter<Count> {
+        let config = LimiterConfig {
+            initial_limit: 1,
+            min_limit: 1,
+            queue_factor: 2.0,
+            ..LimiterConfig::gradient2()
+        };
+        Limiter::with_hook(config, Count(Cell::new(0))).unwrap()
+    }
+
+    #[test]
+    fn every_in_flight_release_bumps_the_count_and_calls_the_hook() {
+        let l = limiter();
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        let seen = l.releases();
+        let a = l.admit(&mut env).unwrap();
+        assert!(!l.released_since(seen));
+        a.settle(&Verdict::Success, &mut env);
+        assert!(l.released_since(seen));
+        assert_eq!((l.releases(), l.hook().0.get()), (1, 1));
+        drop(l.admit(&mut env).unwrap()); // a cancellation releases too
+        assert_eq!((l.releases(), l.hook().0.get()), (2, 2));
+    }
+
+    #[test]
+    fn a_waiting_place_is_not_a_release() {
+        let l = limiter();
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        let held = l.admit(&mut env).unwrap();
+        let place = l.wait_place().expect("one place in the zone");
+        assert_eq!(l.waiting(), 1);
+        let refused = l.wait_place().unwrap_err();
+        assert_eq!(refused.reason(), RejectReason::LimiterFull);
+        drop(place);
+        assert_eq!(
+            (l.waiting(), l.releases()),
+            (0, 0),
+            "giving a place back wakes nobody"
+        );
+        drop(held);
+        assert_eq!(l.hook().0.get(), 1);
+        assert!(l.has_room());
+    }
+}

@@ -46,6 +46,10 @@
 //!    thread or interrupt released). It is a type parameter, so the bulkhead without one
 //!    (`()`) pays nothing for it.
 //!
+//! The count and the hook are [`crate::release::ReleaseSignal`], the one mechanism shared
+//! with the adaptive limiter (whose queue zone waits on in-flight releases the same way), and
+//! the adapters' side of the protocol is written once too, in [`crate::waiters`].
+//!
 //! The [`wait`] module adds what every adapter would otherwise rewrite: [`wait::WaitConfig`]
 //! (maximum waiters, maximum wait, FIFO or LIFO; validated) and [`wait::WaitQueue`], a
 //! fixed-capacity queue of waiters that the adapter keeps under its own lock or critical
@@ -144,48 +148,10 @@ use crate::permit::{Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::slots::Slots;
-use crate::sync::{AtomicU32, Ordering};
 use crate::verdict::Verdict;
 
-/// Called after every slot release: the wake-up half of the wait protocol (see the
-/// [module docs](self)).
-///
-/// It runs on the releasing thread or interrupt, inside `settle` or `drop`, so it must be short
-/// and must not block: take the adapter's queue lock, pick a waiter, wake it. It must not call
-/// back into the same bulkhead's `admit`.
-///
-/// ```
-/// use core::sync::atomic::{AtomicU32, Ordering};
-/// use resilix::bulkhead::{Bulkhead, BulkheadConfig, ReleaseHook};
-///
-/// struct CountReleases(AtomicU32);
-/// impl ReleaseHook for CountReleases {
-///     fn on_release(&self) {
-///         self.0.fetch_add(1, Ordering::Relaxed);
-///     }
-/// }
-///
-/// let b = Bulkhead::with_hook(BulkheadConfig::DEFAULT, CountReleases(AtomicU32::new(0)));
-/// drop(b.try_admit().unwrap());
-/// assert_eq!(b.hook().0.load(Ordering::Relaxed), 1);
-/// ```
-pub trait ReleaseHook {
-    /// One slot was given back; [`Bulkhead::releases`] already counts it.
-    fn on_release(&self);
-}
-
-/// No hook: nothing is called and nothing is paid.
-impl ReleaseHook for () {
-    #[inline(always)]
-    fn on_release(&self) {}
-}
-
-impl<H: ReleaseHook + ?Sized> ReleaseHook for &H {
-    #[inline(always)]
-    fn on_release(&self) {
-        (**self).on_release()
-    }
-}
+pub use crate::release::ReleaseHook;
+use crate::release::ReleaseSignal;
 
 /// A hard concurrency cap. See the [module docs](self) for the cap's guarantees and the wait
 /// protocol.
@@ -205,11 +171,8 @@ impl<H: ReleaseHook + ?Sized> ReleaseHook for &H {
 pub struct Bulkhead<H = ()> {
     max_concurrent: u32,
     slots: Slots,
-    // Bumped after every release; the wait protocol's event count. Wraps: a waiter compares two
-    // reads a few instructions apart, and 2^32 releases cannot happen in between. Never SeqCst:
-    // the protocol's ordering comes from read-modify-writes on this one word.
-    releases: AtomicU32,
-    hook: H,
+    // The wait protocol's event count and wake-up (shared with the limiter's queue zone).
+    released: ReleaseSignal<H>,
 }
 
 impl Bulkhead<()> {
@@ -246,8 +209,7 @@ impl<H> Bulkhead<H> {
             Bulkhead {
                 max_concurrent: config.max_concurrent(),
                 slots: Slots::new(),
-                releases: AtomicU32::new(0),
-                hook,
+                released: ReleaseSignal::new(hook),
             }
         }
     }
@@ -272,7 +234,7 @@ impl<H> Bulkhead<H> {
     /// [`Self::released_since`], which is ordered after the waiter's registration; a plain
     /// comparison with this snapshot is not.
     pub fn releases(&self) -> u32 {
-        self.releases.load(Ordering::Acquire)
+        self.released.count()
     }
 
     /// Whether any slot was given back since `full`'s attempt: step 4 of the wait protocol.
@@ -292,12 +254,12 @@ impl<H> Bulkhead<H> {
     /// assert!(b.released_since(&full));
     /// ```
     pub fn released_since(&self, full: &Full) -> bool {
-        self.releases.fetch_add(0, Ordering::AcqRel) != full.releases
+        self.released.released_since(full.releases)
     }
 
     /// The release hook, so an adapter can reach the waiter queue it keeps there.
     pub const fn hook(&self) -> &H {
-        &self.hook
+        self.released.hook()
     }
 }
 
@@ -319,7 +281,7 @@ impl<H: ReleaseHook> Bulkhead<H> {
     pub fn try_admit(&self) -> Result<BulkheadPermit<'_, H>, Full> {
         // Read before the attempt: a release this attempt missed bumps the count after this
         // read, which is what lets the waiter detect it (see the module docs).
-        let releases = self.releases.load(Ordering::Acquire);
+        let releases = self.released.count();
         match self.slots.try_acquire(self.max_concurrent) {
             Ok(held) => Ok(BulkheadPermit {
                 bulkhead: self,
@@ -331,8 +293,7 @@ impl<H: ReleaseHook> Bulkhead<H> {
 
     fn release(&self) {
         self.slots.release();
-        self.releases.fetch_add(1, Ordering::AcqRel);
-        self.hook.on_release();
+        self.released.notify();
     }
 }
 

@@ -69,6 +69,7 @@ use crate::observe::{Event, Observer};
 use crate::permit::{Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
+use crate::release::{ReleaseHook, ReleaseSignal};
 use crate::slots::Slots;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::Instant;
@@ -79,8 +80,11 @@ use crate::verdict::Verdict;
 const NO_RTT: u32 = u32::MAX;
 
 /// An adaptive concurrency limiter. See the [module docs](self).
+///
+/// `H` is called after every in-flight slot is given back (see [`Limiter::with_hook`]): the
+/// wake-up an adapter needs to let callers wait in the queue zone.
 #[derive(Debug)]
-pub struct Limiter {
+pub struct Limiter<H = ()> {
     rule: Rule,
     scale: TickScale,
     min_window: u32,
@@ -100,15 +104,47 @@ pub struct Limiter {
     baseline_count: AtomicU32,
     recent_min_rtt: AtomicU32,
     windows_to_refresh: AtomicU32,
+    // Bumped after every in-flight release: the queue zone's wake-up (the bulkhead's protocol).
+    released: ReleaseSignal<H>,
 }
 
 impl Limiter {
     crate::sync::const_fn_unless_loom! {
         /// A limiter from `config`, or why the config is invalid.
         pub fn new(config: LimiterConfig) -> Result<Limiter, LimiterConfigError> {
+            Limiter::with_hook(config, ())
+        }
+    }
+}
+
+impl<H> Limiter<H> {
+    crate::sync::const_fn_unless_loom! {
+        /// A limiter from `config` that calls `hook` after every in-flight slot is given back
+        /// (settled or dropped), or why the config is invalid. An adapter keeps the callers
+        /// waiting in the queue zone there and wakes one per release, following the wait
+        /// protocol in [`crate::bulkhead`]: [`Limiter::releases`] before the attempt,
+        /// [`Limiter::released_since`] after joining its queue.
+        ///
+        /// ```
+        /// use resilix::limiter::{Limiter, LimiterConfig};
+        /// use resilix::release::ReleaseHook;
+        ///
+        /// struct Wake;
+        /// impl ReleaseHook for Wake {
+        ///     fn on_release(&self) { /* wake the next waiter */ }
+        /// }
+        /// let limiter = Limiter::with_hook(LimiterConfig::gradient2(), Wake).unwrap();
+        /// assert_eq!(limiter.releases(), 0);
+        /// ```
+        pub fn with_hook(config: LimiterConfig, hook: H) -> Result<Limiter<H>, LimiterConfigError> {
             let rule = match config::compile(&config) {
                 Ok(r) => r,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    // A const fn cannot run `H`'s destructor; an invalid config is a startup
+                    // error, so the hook (a small waiter list) is leaked rather than dropped.
+                    core::mem::forget(hook);
+                    return Err(e);
+                }
             };
             let scale = TickScale::covering(config.max_window);
             let min_window = scale.ticks_in(config.min_window);
@@ -134,6 +170,7 @@ impl Limiter {
                 windows_to_refresh: AtomicU32::new(
                     first_refresh(config.probe_multiplier, config.initial_limit),
                 ),
+                released: ReleaseSignal::new(hook),
             })
         }
     }
@@ -158,6 +195,28 @@ impl Limiter {
         self.waiting.held()
     }
 
+    /// How many in-flight slots have been given back, wrapping at `u32::MAX`: the wait
+    /// protocol's event count (see [`crate::release`]). Read it before trying to admit.
+    pub fn releases(&self) -> u32 {
+        self.released.count()
+    }
+
+    /// Whether an in-flight slot was given back since `seen` (a [`Self::releases`] read): the
+    /// waiter's re-check after joining its queue, ordered with every release.
+    pub fn released_since(&self, seen: u32) -> bool {
+        self.released.released_since(seen)
+    }
+
+    /// The release hook, so an adapter can reach the waiters it keeps there.
+    pub const fn hook(&self) -> &H {
+        self.released.hook()
+    }
+
+    /// Whether a call arriving now would find an in-flight slot under the limit (a snapshot).
+    pub fn has_room(&self) -> bool {
+        self.in_flight() < self.limit()
+    }
+
     /// The baseline latency the algorithm compares with (zero before the first window).
     pub fn baseline(&self) -> Rtt {
         Rtt(self.baseline_rtt.load(Ordering::Acquire))
@@ -175,7 +234,9 @@ impl Limiter {
             self.queue_rungs,
         )
     }
+}
 
+impl<H: ReleaseHook> Limiter<H> {
     /// Admits now, or hands out a waiting place in the queue zone, or refuses.
     ///
     /// A waiting place is bounded (at most `⌊limit × (queue_factor − 1)⌋` are held at once)
@@ -202,29 +263,57 @@ impl Limiter {
     pub fn admit_or_queue<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         env: &mut Env<'_, R, O>,
-    ) -> Admission<'a> {
+    ) -> Admission<'a, H> {
         let limit = self.limit();
         if let Ok(n) = self.in_flight.try_acquire(limit) {
             return Admission::Admitted(self.permit(env.now, n, limit));
         }
+        match self.queue_place(limit) {
+            Ok(place) => Admission::Wait(place),
+            Err(refused) => Admission::Refused(refused),
+        }
+    }
+
+    /// A place in the queue zone for a caller that will wait (an adapter's waiting gate,
+    /// whether or not a slot is free: a newcomer queues behind earlier waiters), or the
+    /// `limiter-full` refusal: beyond the zone, or shed by the ladder. At most
+    /// `⌊limit × (queue_factor − 1)⌋` places are held at once. Takes no in-flight slot.
+    ///
+    /// ```
+    /// use resilix::limiter::{Limiter, LimiterConfig};
+    ///
+    /// let limiter = Limiter::new(LimiterConfig {
+    ///     initial_limit: 1, min_limit: 1, queue_factor: 2.0, ..LimiterConfig::gradient2()
+    /// }).unwrap();
+    /// let place = limiter.wait_place().expect("the queue zone has one place");
+    /// assert!(limiter.wait_place().is_err(), "the zone is full");
+    /// drop(place);
+    /// assert_eq!(limiter.waiting(), 0);
+    /// ```
+    pub fn wait_place(&self) -> Result<QueuePlace<'_, H>, Rejection> {
+        self.queue_place(self.limit())
+    }
+
+    /// A place in the waiting room for a call that found `limit` calls in flight.
+    fn queue_place(&self, limit: u32) -> Result<QueuePlace<'_, H>, Rejection> {
         let room = zone::room(limit, self.queue_factor);
-        let refused = Admission::Refused(Rejection::new(RejectReason::LimiterFull));
+        let refused = Rejection::new(RejectReason::LimiterFull);
         match zone::zone(limit, self.waiting(), limit, room, self.queue_rungs) {
             Zone::Queue { rung, rungs } => {
                 let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
                 if zone::sheds(rung, rungs, ticket) {
-                    return refused;
+                    return Err(refused);
                 }
                 match self.waiting.try_acquire(room) {
-                    Ok(_) => Admission::Wait(QueuePlace { limiter: self }),
-                    Err(_) => refused,
+                    Ok(_) => Ok(QueuePlace { limiter: self }),
+                    Err(_) => Err(refused),
                 }
             }
-            _ => refused,
+            _ => Err(refused),
         }
     }
 
-    fn permit(&self, now: Instant, in_flight: u32, limit: u32) -> LimiterPermit<'_> {
+    fn permit(&self, now: Instant, in_flight: u32, limit: u32) -> LimiterPermit<'_, H> {
         LimiterPermit {
             limiter: self,
             admitted_at: now,
@@ -317,13 +406,16 @@ const fn first_refresh(multiplier: u32, initial: u32) -> u32 {
     if w == 0 { 1 } else { w }
 }
 
-impl Policy for Limiter {
-    type Permit<'a> = LimiterPermit<'a>;
+impl<H: ReleaseHook> Policy for Limiter<H> {
+    type Permit<'a>
+        = LimiterPermit<'a, H>
+    where
+        Self: 'a;
 
     fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         env: &mut Env<'_, R, O>,
-    ) -> Result<LimiterPermit<'a>, Rejection> {
+    ) -> Result<LimiterPermit<'a, H>, Rejection> {
         let limit = self.limit();
         match self.in_flight.try_acquire(limit) {
             Ok(n) => Ok(self.permit(env.now, n, limit)),
@@ -335,11 +427,11 @@ impl Policy for Limiter {
 /// What [`Limiter::admit_or_queue`] decided.
 #[derive(Debug)]
 #[must_use = "a waiting place or permit is given back when dropped"]
-pub enum Admission<'a> {
+pub enum Admission<'a, H: ReleaseHook = ()> {
     /// Under the limit: go now.
-    Admitted(LimiterPermit<'a>),
+    Admitted(LimiterPermit<'a, H>),
     /// In the queue zone: wait, bounded by the deadline, then [`QueuePlace::try_admit`].
-    Wait(QueuePlace<'a>),
+    Wait(QueuePlace<'a, H>),
     /// Beyond the queue zone, or shed by the ladder.
     Refused(Rejection),
 }
@@ -347,17 +439,17 @@ pub enum Admission<'a> {
 /// A place in the limiter's waiting room. Dropping it gives the place back.
 #[derive(Debug)]
 #[must_use = "dropping a waiting place gives it back"]
-pub struct QueuePlace<'a> {
-    limiter: &'a Limiter,
+pub struct QueuePlace<'a, H: ReleaseHook = ()> {
+    limiter: &'a Limiter<H>,
 }
 
-impl<'a> QueuePlace<'a> {
+impl<'a, H: ReleaseHook> QueuePlace<'a, H> {
     /// Takes an in-flight slot if one is free under the current limit, giving the waiting place
     /// back; otherwise returns the place to keep waiting with.
     pub fn try_admit<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         env: &mut Env<'_, R, O>,
-    ) -> Result<LimiterPermit<'a>, QueuePlace<'a>> {
+    ) -> Result<LimiterPermit<'a, H>, QueuePlace<'a, H>> {
         let limiter = self.limiter;
         let limit = limiter.limit();
         match limiter.in_flight.try_acquire(limit) {
@@ -370,7 +462,7 @@ impl<'a> QueuePlace<'a> {
     }
 }
 
-impl Drop for QueuePlace<'_> {
+impl<H: ReleaseHook> Drop for QueuePlace<'_, H> {
     fn drop(&mut self) {
         self.limiter.waiting.release();
     }
@@ -380,14 +472,14 @@ impl Drop for QueuePlace<'_> {
 /// slot comes back and no sample is recorded).
 #[derive(Debug)]
 #[must_use = "settle the permit with the call's verdict; dropping it records a cancellation"]
-pub struct LimiterPermit<'a> {
-    limiter: &'a Limiter,
+pub struct LimiterPermit<'a, H: ReleaseHook = ()> {
+    limiter: &'a Limiter<H>,
     admitted_at: Instant,
     in_flight: u32,
     limit: u32,
 }
 
-impl LimiterPermit<'_> {
+impl<H: ReleaseHook> LimiterPermit<'_, H> {
     /// Calls in flight at admission, this one included.
     pub fn in_flight_at_admission(&self) -> u32 {
         self.in_flight
@@ -404,7 +496,7 @@ impl LimiterPermit<'_> {
     }
 }
 
-impl Permit for LimiterPermit<'_> {
+impl<H: ReleaseHook> Permit for LimiterPermit<'_, H> {
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         verdict: &Verdict,
@@ -416,8 +508,11 @@ impl Permit for LimiterPermit<'_> {
     }
 }
 
-impl Drop for LimiterPermit<'_> {
+impl<H: ReleaseHook> Drop for LimiterPermit<'_, H> {
     fn drop(&mut self) {
         self.limiter.in_flight.release();
+        // After the slot is free, as the protocol requires: a waiter that misses the slot
+        // sees the bump.
+        self.limiter.released.notify();
     }
 }

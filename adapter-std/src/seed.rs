@@ -5,6 +5,7 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hash, Hasher};
 
 use resilix::random::{Random, SeededRandom};
+use resilix::resilience::{FixedSeeds, SeedSource};
 
 thread_local! {
     // Seeded on a thread's first call, never at program start-up (DESIGN.md §3): a process
@@ -16,12 +17,11 @@ thread_local! {
 ///
 /// The generator is seeded on the thread's first use from `RandomState` (std's per-process
 /// random keys, from the OS), the thread id and the time, so two threads, two processes and
-/// two devices jitter differently. Used by [`Resilience`](crate::Resilience) unless you give
-/// it a seed.
+/// two devices jitter differently. [`StdSeeds::Entropy`] uses it.
 ///
 /// ```
-/// let a = resilix_async_std::thread_seed();
-/// let b = resilix_async_std::thread_seed();
+/// let a = resilix_std::thread_seed();
+/// let b = resilix_std::thread_seed();
 /// assert_ne!(a, b);
 /// ```
 pub fn thread_seed() -> u64 {
@@ -42,12 +42,39 @@ fn entropy() -> u64 {
     h.finish()
 }
 
-/// SplitMix64's finaliser: spreads a counter into well-mixed seeds.
-pub(crate) fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// Where a std adapter's calls get their seeds: per-thread entropy (the default), or one
+/// number (`Resilience::seed`), reproducible for a given order of calls.
+///
+/// ```
+/// use resilix::resilience::{FixedSeeds, SeedSource};
+/// use resilix_std::StdSeeds;
+///
+/// let a = StdSeeds::from(FixedSeeds::new(4));
+/// let b = StdSeeds::from(FixedSeeds::new(4));
+/// assert_eq!(a.call_seed(), b.call_seed());
+/// ```
+#[derive(Debug, Default)]
+pub enum StdSeeds {
+    /// [`thread_seed`].
+    #[default]
+    Entropy,
+    /// Call `n` gets a seed mixed from the seed and `n`.
+    Fixed(FixedSeeds),
+}
+
+impl From<FixedSeeds> for StdSeeds {
+    fn from(seeds: FixedSeeds) -> Self {
+        StdSeeds::Fixed(seeds)
+    }
+}
+
+impl SeedSource for StdSeeds {
+    fn call_seed(&self) -> u64 {
+        match self {
+            StdSeeds::Entropy => thread_seed(),
+            StdSeeds::Fixed(seeds) => seeds.call_seed(),
+        }
+    }
 }
 
 #[cfg(test)]

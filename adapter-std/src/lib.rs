@@ -1,0 +1,31 @@
+//! What every std async adapter of resilix shares, written once: `resilix-tokio` and
+//! `resilix-async-std` re-export it with their timer plugged in.
+//!
+//! The runtime-agnostic logic (the `Resilience` front end, the waiting gate, fallbacks) is in
+//! the `no_std` core; this crate supplies only what needs `std`:
+//!
+//! * [`SlotWaiters`]: a policy's waiter list behind a `std::sync::Mutex` ([`StdLock`]).
+//! * [`LastKnownGood`]: a fallback store on a `Mutex`.
+//! * [`thread_seed`] and [`StdSeeds`]: per-call seeds from a per-thread generator seeded
+//!   lazily from the platform's entropy (never at start-up), or from your seed.
+//!
+//! ```
+//! use resilix::resilience::SeedSource;
+//! use resilix_std::{LastKnownGood, StdSeeds};
+//!
+//! let seeds = StdSeeds::default();
+//! assert_ne!(seeds.call_seed(), seeds.call_seed());
+//! let cache = LastKnownGood::new();
+//! cache.set("v1");
+//! assert_eq!(cache.get(), Some("v1"));
+//! ```
+
+mod fallback;
+mod lock;
+mod seed;
+
+pub use fallback::LastKnownGood;
+pub use lock::{SlotWaiters, StdLock};
+pub use seed::{StdSeeds, thread_seed};
+
+pub use resilix::fallback::{Fallback, Served};

@@ -1,0 +1,147 @@
+//! Waiting in the adaptive limiter's queue zone on paused tokio time: a call beyond the limit
+//! waits for an in-flight slot (woken by the limiter's release signal) instead of being
+//! refused, and the wait is bounded by the zone (`limit × queue_factor` calls in all), by
+//! `max_wait` and by the call's deadline.
+
+use std::time::Duration;
+
+use resilix::RejectReason;
+use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+use resilix::call::CallOptions;
+use resilix::execute::ExecuteError;
+use resilix::limiter::{Limiter, LimiterConfig};
+use resilix::pipeline::Pipeline;
+use resilix::time::{Clock, Deadline};
+use resilix_tokio::{Resilience, SlotWaiters};
+use tokio::time::Instant;
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Limit 1, and a queue zone of `queue_factor − 1` places; up to 8 waiters by the wait config.
+/// One rung: the shedding ladder sheds nothing, so the tests see the zone's bound alone.
+fn limiter(queue_factor: f32, max_wait: Duration) -> Limiter<SlotWaiters<8>> {
+    let config = LimiterConfig {
+        initial_limit: 1,
+        min_limit: 1,
+        queue_factor,
+        queue_rungs: 1,
+        ..LimiterConfig::gradient2()
+    };
+    let wait = WaitConfig::new(8, max_wait, WaitOrder::Fifo).unwrap();
+    Limiter::with_hook(config, SlotWaiters::new(wait)).unwrap()
+}
+
+async fn work(took: Duration) -> Result<(), ()> {
+    tokio::time::sleep(took).await;
+    Ok(())
+}
+
+fn refused_reason<T>(r: Result<T, ExecuteError<T>>) -> Option<RejectReason> {
+    r.err().and_then(|e| e.rejection()).map(|r| r.reason())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_beyond_the_limit_waits_in_the_queue_zone() {
+    let l = limiter(2.0, 100 * MS);
+    let pipeline = Pipeline::new().limiter(&l);
+    let r = Resilience::new(&pipeline);
+    let start = Instant::now();
+    let (x, y) = tokio::join!(
+        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+    );
+    assert_eq!((x, y), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!(
+        start.elapsed(),
+        60 * MS,
+        "the second ran when the first gave its slot back"
+    );
+    assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_waiting_the_same_call_is_refused() {
+    let l = limiter(2.0, 100 * MS);
+    let pipeline = Pipeline::new().limiter(&l);
+    let r = Resilience::new(&pipeline);
+    let (x, y) = tokio::join!(
+        r.execute(CallOptions::default(), || work(30 * MS)),
+        r.execute(CallOptions::default(), || work(30 * MS)),
+    );
+    assert_eq!(x, Ok(Ok(())));
+    assert_eq!(refused_reason(y), Some(RejectReason::LimiterFull));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_zone_bounds_the_waiters_not_just_the_wait_config() {
+    // Limit 1 and queue factor 2: one call in flight, one waiting; the third is refused at
+    // once although the wait config would let 8 wait.
+    let l = limiter(2.0, Duration::from_secs(1));
+    let pipeline = Pipeline::new().limiter(&l);
+    let r = Resilience::new(&pipeline);
+    let start = Instant::now();
+    let third = async {
+        tokio::time::sleep(MS).await;
+        let out = r
+            .execute_waiting(&l, CallOptions::default(), || work(MS))
+            .await;
+        (out, start.elapsed())
+    };
+    let (a, b, (c, refused_at)) = tokio::join!(
+        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+        third,
+    );
+    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!(refused_reason(c), Some(RejectReason::LimiterFull));
+    assert_eq!(refused_at, MS, "refused on arrival, not after waiting");
+    assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn max_wait_and_the_deadline_end_a_wait_and_give_the_place_back() {
+    let l = limiter(3.0, 10 * MS);
+    let pipeline = Pipeline::new().limiter(&l);
+    let r = Resilience::new(&pipeline);
+    let start = Instant::now();
+    let deadline = Deadline::after(r.timer().clock().now(), 5 * MS);
+    let (r, l) = (&r, &l);
+    let waited = |options| async move {
+        tokio::time::sleep(MS).await;
+        let out = r.execute_waiting(l, options, || work(MS)).await;
+        (refused_reason(out), start.elapsed())
+    };
+    let (first, by_max_wait, by_deadline) = tokio::join!(
+        r.execute_waiting(l, CallOptions::default(), || work(100 * MS)),
+        waited(CallOptions::default()),
+        waited(CallOptions::default().deadline(deadline)),
+    );
+    assert_eq!(first, Ok(Ok(())));
+    assert_eq!(by_max_wait, (Some(RejectReason::LimiterFull), 11 * MS));
+    assert_eq!(by_deadline, (Some(RejectReason::LimiterFull), 5 * MS));
+    assert_eq!(
+        (l.waiting(), l.hook().waiting()),
+        (0, 0),
+        "places given back"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_waiter_gives_its_place_back() {
+    let l = limiter(2.0, Duration::from_secs(1));
+    let pipeline = Pipeline::new().limiter(&l);
+    let r = Resilience::new(&pipeline);
+    let holder = r.execute_waiting(&l, CallOptions::default(), || work(50 * MS));
+    let waiter = async {
+        tokio::time::sleep(MS).await;
+        tokio::time::timeout(
+            5 * MS,
+            r.execute_waiting(&l, CallOptions::default(), || work(MS)),
+        )
+        .await
+    };
+    let (held, cancelled) = tokio::join!(holder, waiter);
+    assert_eq!(held, Ok(Ok(())));
+    assert!(cancelled.is_err(), "dropped while waiting");
+    assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
+}

@@ -1,0 +1,161 @@
+//! The `tracing` observer, checked with a minimal in-memory subscriber: which events come out,
+//! at which level, with which fields, and nested under the call's span.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+use resilix::call::CallOptions;
+use resilix::pipeline::Pipeline;
+use resilix_tokio::tracing::{TracingObserver, call_span};
+use resilix_tokio::{Fallback, Resilience, Served};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Instrument, Level, Metadata, Subscriber};
+
+/// One recorded event: its level, its fields (the message under "message") and the name of
+/// the span it happened in.
+#[derive(Clone, Debug)]
+struct Recorded {
+    level: Level,
+    fields: BTreeMap<String, String>,
+    span: Option<String>,
+}
+
+/// A span's name and fields.
+type SpanInfo = (String, BTreeMap<String, String>);
+
+#[derive(Default)]
+struct Memory {
+    events: Mutex<Vec<Recorded>>,
+    spans: Mutex<BTreeMap<u64, SpanInfo>>,
+    current: Mutex<Vec<u64>>,
+    next: AtomicU64,
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &Field, value: &dyn Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+}
+
+#[derive(Clone, Default)]
+struct Recorder(Arc<Memory>);
+
+impl Subscriber for Recorder {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let id = self.0.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut fields = BTreeMap::new();
+        span.record(&mut Fields(&mut fields));
+        let name = span.metadata().name().to_owned();
+        self.0.spans.lock().unwrap().insert(id, (name, fields));
+        Id::from_u64(id)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let span = self.0.current.lock().unwrap().last().map(|id| {
+            let spans = self.0.spans.lock().unwrap();
+            let (name, span_fields) = &spans[id];
+            format!("{name}{{upstream={}}}", span_fields["upstream"])
+        });
+        self.0.events.lock().unwrap().push(Recorded {
+            level: *event.metadata().level(),
+            fields,
+            span,
+        });
+    }
+    fn enter(&self, span: &Id) {
+        self.0.current.lock().unwrap().push(span.into_u64());
+    }
+    fn exit(&self, _: &Id) {
+        self.0.current.lock().unwrap().pop();
+    }
+}
+
+fn run<F: std::future::Future>(recorder: &Recorder, f: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    tracing::subscriber::with_default(recorder.clone(), || runtime.block_on(f))
+}
+
+#[test]
+fn each_attempt_is_a_debug_event_inside_the_call_span() {
+    let recorder = Recorder::default();
+    let pipeline = Pipeline::new();
+    let resilience = Resilience::new(&pipeline).observer(TracingObserver::new("inventory"));
+    let out = run(&recorder, async {
+        resilience
+            .execute(CallOptions::default(), || async { Ok::<u32, ()>(1) })
+            .instrument(call_span("inventory"))
+            .await
+    });
+    assert_eq!(out, Ok(Ok(1)));
+    let events = recorder.0.events.lock().unwrap().clone();
+    let settled: Vec<_> = events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some("attempt settled"))
+        .collect();
+    assert_eq!(settled.len(), 1, "one attempt, one event: {events:?}");
+    let e = settled[0];
+    assert_eq!(e.level, Level::DEBUG);
+    assert_eq!(e.fields["upstream"], "inventory");
+    assert_eq!(e.fields["verdict"], "success");
+    assert_eq!(
+        e.span.as_deref(),
+        Some("resilix.call{upstream=inventory}"),
+        "nested under the call's span"
+    );
+}
+
+#[test]
+fn a_refusal_and_the_fallback_that_answers_it_are_warnings() {
+    let recorder = Recorder::default();
+    let bulkhead = Bulkhead::new(BulkheadConfig::new(1).unwrap());
+    let pipeline = Pipeline::new().bulkhead(&bulkhead);
+    let resilience = Resilience::new(&pipeline).observer(TracingObserver::new("pricing"));
+    let _held = bulkhead.try_admit().unwrap();
+    let out = run(&recorder, async {
+        resilience
+            .execute_or(CallOptions::default(), Fallback::Value(Ok(5)), || async {
+                Ok::<u32, ()>(1)
+            })
+            .await
+    });
+    assert!(matches!(out, Ok(Served::Fallback { value: Ok(5), .. })));
+    let events = recorder.0.events.lock().unwrap().clone();
+    let warnings: Vec<_> = events.iter().filter(|e| e.level == Level::WARN).collect();
+    assert_eq!(warnings.len(), 2, "{events:?}");
+    assert_eq!(warnings[0].fields["reason"], "bulkhead-full");
+    assert_eq!(warnings[0].fields["upstream"], "pricing");
+    assert!(warnings[0].fields["message"].starts_with("refused: "));
+    assert_eq!(
+        warnings[1].fields["message"],
+        "degraded: the fallback answered"
+    );
+    assert!(
+        warnings[1].fields["cause"].contains("BulkheadFull"),
+        "the cause names the refusal: {:?}",
+        warnings[1].fields
+    );
+    assert!(
+        !events.iter().any(|e| e.level == Level::DEBUG
+            && e.fields.get("message").map(String::as_str) == Some("attempt settled")),
+        "a refused call made no attempt"
+    );
+}

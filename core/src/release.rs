@@ -1,0 +1,142 @@
+//! The release signal: how a policy that hands out slots tells an adapter's waiters that one
+//! came back. One mechanism, used by the bulkhead (its slots) and the adaptive limiter (its
+//! in-flight slots, for callers waiting in the queue zone).
+//!
+//! The core never waits (that needs a list of waiters and a way to wake them); it offers a
+//! signal and the adapter owns the wait. The signal is an event count (a wrapping `u32` bumped
+//! after every release) and a [`ReleaseHook`] called right after the bump. The protocol that
+//! uses them, and why it loses no wake-up, is in [`crate::bulkhead`]'s module docs; it is the
+//! same for every policy that embeds a [`ReleaseSignal`].
+//!
+//! ```
+//! use resilix::release::{ReleaseHook, ReleaseSignal};
+//!
+//! let signal = ReleaseSignal::new(());
+//! let seen = signal.count();
+//! assert!(!signal.released_since(seen));
+//! signal.notify(); // a slot came back
+//! assert!(signal.released_since(seen));
+//! ```
+
+use crate::sync::{AtomicU32, Ordering};
+
+/// Called after every slot release: the wake-up half of the wait protocol (see the
+/// [`crate::bulkhead`] module docs).
+///
+/// It runs on the releasing thread or interrupt, inside `settle` or `drop`, so it must be short
+/// and must not block: take the adapter's queue lock, pick a waiter, wake it. It must not call
+/// back into the same policy's `admit`.
+///
+/// ```
+/// use core::sync::atomic::{AtomicU32, Ordering};
+/// use resilix::bulkhead::{Bulkhead, BulkheadConfig, ReleaseHook};
+///
+/// struct CountReleases(AtomicU32);
+/// impl ReleaseHook for CountReleases {
+///     fn on_release(&self) {
+///         self.0.fetch_add(1, Ordering::Relaxed);
+///     }
+/// }
+///
+/// let b = Bulkhead::with_hook(BulkheadConfig::DEFAULT, CountReleases(AtomicU32::new(0)));
+/// drop(b.try_admit().unwrap());
+/// assert_eq!(b.hook().0.load(Ordering::Relaxed), 1);
+/// ```
+pub trait ReleaseHook {
+    /// One slot was given back; the release count already counts it.
+    fn on_release(&self);
+}
+
+/// No hook: nothing is called and nothing is paid.
+impl ReleaseHook for () {
+    #[inline(always)]
+    fn on_release(&self) {}
+}
+
+impl<H: ReleaseHook + ?Sized> ReleaseHook for &H {
+    #[inline(always)]
+    fn on_release(&self) {
+        (**self).on_release()
+    }
+}
+
+/// The release count and the hook called after each bump, kept together so no policy can
+/// bump without calling the hook or call it before bumping.
+#[derive(Debug)]
+pub struct ReleaseSignal<H = ()> {
+    // Wraps: a waiter compares two reads a few instructions apart, and 2^32 releases cannot
+    // happen in between. Never SeqCst: the protocol's ordering comes from read-modify-writes
+    // on this one word.
+    releases: AtomicU32,
+    hook: H,
+}
+
+impl<H> ReleaseSignal<H> {
+    crate::sync::const_fn_unless_loom! {
+        /// No release yet; `hook` is called after each one.
+        pub fn new(hook: H) -> Self {
+            ReleaseSignal { releases: AtomicU32::new(0), hook }
+        }
+    }
+
+    /// How many releases so far, wrapping at `u32::MAX`: read it *before* trying to take a
+    /// slot, so a release the attempt missed shows in [`Self::released_since`].
+    pub fn count(&self) -> u32 {
+        self.releases.load(Ordering::Acquire)
+    }
+
+    /// Whether any release happened since `seen` was read.
+    ///
+    /// A read-modify-write (adding zero), not a load, so it is ordered with every release's
+    /// bump: if it says no, the next release's hook call sees everything this thread did
+    /// before calling it. Only for the waiting path; it writes to a shared line.
+    pub fn released_since(&self, seen: u32) -> bool {
+        self.releases.fetch_add(0, Ordering::AcqRel) != seen
+    }
+
+    /// The hook, so an adapter can reach the waiters it keeps there.
+    pub const fn hook(&self) -> &H {
+        &self.hook
+    }
+}
+
+impl<H: ReleaseHook> ReleaseSignal<H> {
+    /// A slot was given back (call it after the slot is free): bump, then call the hook.
+    pub fn notify(&self) {
+        self.releases.fetch_add(1, Ordering::AcqRel);
+        self.hook.on_release();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use core::cell::Cell;
+
+    struct Count<'a>(&'a Cell<u32>);
+    impl ReleaseHook for Count<'_> {
+        fn on_release(&self) {
+            self.0.set(self.0.get() + 1);
+        }
+    }
+
+    #[test]
+    fn notify_bumps_then_calls_the_hook_once() {
+        let calls = Cell::new(0);
+        let signal = ReleaseSignal::new(Count(&calls));
+        let seen = signal.count();
+        signal.notify();
+        assert_eq!((signal.count(), calls.get()), (1, 1));
+        assert!(signal.released_since(seen));
+        assert!(!signal.released_since(signal.count()));
+    }
+
+    #[test]
+    fn the_count_wraps_without_panicking() {
+        let signal = ReleaseSignal::new(());
+        signal.releases.store(u32::MAX, Ordering::Relaxed);
+        signal.notify();
+        assert_eq!(signal.count(), 0);
+        assert!(signal.released_since(u32::MAX));
+    }
+}

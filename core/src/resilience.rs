@@ -1,0 +1,389 @@
+//! The front end every adapter shares: a pipeline with its observer, classifier, timer and
+//! seed source, running calls through [`execute`].
+//!
+//! An adapter contributes a [`Timer`] (tokio, async-io, embassy) and, where the platform has
+//! entropy, a [`SeedSource`]; everything else (per-call randomness, bounded waiting,
+//! fallbacks with their event) is here, once. `no_std`, no allocation.
+//!
+//! ```
+//! use core::future::{Future, Ready, ready};
+//! use resilix::call::CallOptions;
+//! use resilix::execute::Timer;
+//! use resilix::pipeline::Pipeline;
+//! use resilix::resilience::{FixedSeeds, Resilience};
+//! use resilix::time::{Clock, Instant, ManualClock};
+//!
+//! struct Jump(ManualClock);
+//! impl Timer for Jump {
+//!     type Sleep<'a> = Ready<()>;
+//!     fn now(&self) -> Instant { self.0.now() }
+//!     fn sleep_until(&self, at: Instant) -> Ready<()> {
+//!         if at > self.0.now() { self.0.set(at); }
+//!         ready(())
+//!     }
+//! }
+//!
+//! let pipeline = Pipeline::new();
+//! let timer = Jump(ManualClock::new(Instant::ZERO));
+//! let resilience = Resilience::with_parts(&pipeline, timer, FixedSeeds::new(7));
+//! let call = resilience.execute(CallOptions::default(), || ready(Ok::<u32, ()>(5)));
+//! # let mut call = core::pin::pin!(call);
+//! # let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+//! # let core::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) else { panic!() };
+//! assert_eq!(out.unwrap(), Ok(5));
+//! ```
+
+use core::future::Future;
+use core::ops::Deref;
+
+use crate::call::CallOptions;
+use crate::classify::{Classify, ResultClassifier};
+use crate::execute::{ExecuteError, Gate, Timer, execute, execute_gated};
+use crate::fallback::{Fallback, Served};
+use crate::observe::{Event, Observer};
+use crate::permit::Policy;
+use crate::pipeline::Pipeline;
+use crate::random::{Random, SeededRandom};
+use crate::retry::RetryPolicy;
+use crate::sync::{AtomicU32, Ordering};
+use crate::waiters::{WaitGate, WaitTimer, Waitable};
+
+/// Where each call's generator gets its seed.
+pub trait SeedSource {
+    /// A seed for one call.
+    fn call_seed(&self) -> u64;
+}
+
+/// Seeds from one number: the `n`th call gets a generator seeded from `seed` and `n`, so a run
+/// with the same order of calls jitters and sheds identically. Pick a different seed per
+/// process or device (a serial number, a TRNG read at boot).
+///
+/// The call counter is 32-bit (no 64-bit atomics on small MCUs): after 2³² calls the
+/// sequence of seeds repeats, which jitter does not mind.
+///
+/// ```
+/// use resilix::resilience::{FixedSeeds, SeedSource};
+/// let a = FixedSeeds::new(1);
+/// let b = FixedSeeds::new(1);
+/// let first = a.call_seed();
+/// assert_eq!(first, b.call_seed(), "reproducible");
+/// assert_ne!(first, a.call_seed(), "each call draws anew");
+/// ```
+#[derive(Debug)]
+pub struct FixedSeeds {
+    seed: u64,
+    calls: AtomicU32,
+}
+
+impl FixedSeeds {
+    crate::sync::const_fn_unless_loom! {
+        /// Seeds derived from `seed`.
+        pub fn new(seed: u64) -> Self {
+            FixedSeeds { seed, calls: AtomicU32::new(0) }
+        }
+    }
+}
+
+impl SeedSource for FixedSeeds {
+    fn call_seed(&self) -> u64 {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        mix(self.seed.wrapping_add(u64::from(n)))
+    }
+}
+
+/// SplitMix64's finaliser: spreads a counter (or any weak seed) into well-mixed seeds.
+///
+/// ```
+/// assert_ne!(resilix::resilience::mix(1), resilix::resilience::mix(2));
+/// ```
+pub const fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A pipeline with its observer, classifier, timer and seed source, ready to run calls.
+///
+/// `P` is anything that dereferences to a [`Pipeline`]: `&pipeline`, `Arc<Pipeline<..>>`,
+/// `Box<Pipeline<..>>`. The policies are shared by every call (they take `&self`), so one
+/// `Resilience` serves every task. `S` is the seed source; `()` means none, and each call
+/// then takes a generator (the `*_with_rng` methods): firmware without entropy.
+#[derive(Debug)]
+pub struct Resilience<P, Tm, S = (), O = (), C = ResultClassifier> {
+    pipeline: P,
+    timer: Tm,
+    seeds: S,
+    observer: O,
+    classifier: C,
+}
+
+impl<P, Tm: Default, S: Default> Resilience<P, Tm, S> {
+    /// Runs calls through `pipeline`, classifying `Result`s (every `Err` a transient failure),
+    /// observing nothing, timed on the default timer, seeded from the default source.
+    pub fn new(pipeline: P) -> Self {
+        Resilience::with_parts(pipeline, Tm::default(), S::default())
+    }
+}
+
+impl<P, Tm, S> Resilience<P, Tm, S> {
+    /// [`Self::new`] with this timer and seed source (`const`, for a `static`).
+    pub const fn with_parts(pipeline: P, timer: Tm, seeds: S) -> Self {
+        Resilience {
+            pipeline,
+            timer,
+            seeds,
+            observer: (),
+            classifier: ResultClassifier::new(),
+        }
+    }
+}
+
+impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
+    /// Reports every policy's events, every retry decision and every fallback to `observer`.
+    pub fn observer<O2: Observer>(self, observer: O2) -> Resilience<P, Tm, S, O2, C> {
+        Resilience {
+            pipeline: self.pipeline,
+            timer: self.timer,
+            seeds: self.seeds,
+            observer,
+            classifier: self.classifier,
+        }
+    }
+
+    /// Turns each attempt's output into a verdict with `classifier`.
+    pub fn classifier<C2>(self, classifier: C2) -> Resilience<P, Tm, S, O, C2> {
+        Resilience {
+            pipeline: self.pipeline,
+            timer: self.timer,
+            seeds: self.seeds,
+            observer: self.observer,
+            classifier,
+        }
+    }
+
+    /// Draws each call's seed from `seeds`.
+    pub fn seeds<S2>(self, seeds: S2) -> Resilience<P, Tm, S2, O, C> {
+        Resilience {
+            pipeline: self.pipeline,
+            timer: self.timer,
+            seeds,
+            observer: self.observer,
+            classifier: self.classifier,
+        }
+    }
+
+    /// Draws each call's randomness from `seed` ([`FixedSeeds`]) instead of the default
+    /// source: reproducible for a given order of calls.
+    pub fn seed(mut self, seed: u64) -> Self
+    where
+        S: From<FixedSeeds>,
+    {
+        self.seeds = S::from(FixedSeeds::new(seed));
+        self
+    }
+
+    /// The pipeline.
+    pub fn pipeline(&self) -> &P {
+        &self.pipeline
+    }
+
+    /// The observer.
+    pub fn observer_ref(&self) -> &O {
+        &self.observer
+    }
+
+    /// The timer calls are timed and sleep on (deadlines in [`CallOptions`] are instants on
+    /// its clock).
+    pub fn timer(&self) -> &Tm {
+        &self.timer
+    }
+
+    /// The generator for one call.
+    pub fn call_rng(&self) -> SeededRandom
+    where
+        S: SeedSource,
+    {
+        SeededRandom::new(self.seeds.call_seed())
+    }
+}
+
+impl<P, Tm, S, O, C, Rt, T, B, L, H, Rl> Resilience<P, Tm, S, O, C>
+where
+    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
+    Tm: Timer,
+    Rt: RetryPolicy,
+    T: Policy,
+    B: Policy,
+    L: Policy,
+    H: Policy,
+    Rl: Policy,
+    O: Observer,
+{
+    /// Runs `operation` through the pipeline: it is called once per attempt and may borrow.
+    ///
+    /// Returns the output when the classifier called it a success or an answer, or the core's
+    /// typed error: refused (which policy, when it admits again), gave up (why, and the last
+    /// output), or the deadline passed. Dropping the returned future at any point gives back
+    /// every permit and records nothing. Allocates nothing beyond the operation's own future.
+    pub async fn execute<F, Fut>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        S: SeedSource,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        let mut rng = self.call_rng();
+        self.execute_with_rng(&mut rng, options, operation).await
+    }
+
+    /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
+    /// through the core's `rand_core` bridges, a seeded generator in a test).
+    pub async fn execute_with_rng<R, F, Fut>(
+        &self,
+        rng: &mut R,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        execute(
+            &*self.pipeline,
+            &self.timer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            operation,
+        )
+        .await
+    }
+
+    /// [`Self::execute`], with each attempt held at `gate` until it may be admitted.
+    pub async fn execute_gated_with_rng<G, R, F, Fut>(
+        &self,
+        gate: &G,
+        rng: &mut R,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        G: Gate + ?Sized,
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        execute_gated(
+            &*self.pipeline,
+            &self.timer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            gate,
+            operation,
+        )
+        .await
+    }
+
+    /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
+    /// of being refused at once: a [`Bulkhead`](crate::bulkhead::Bulkhead) slot, or the
+    /// [`Limiter`](crate::limiter::Limiter)'s queue zone (see [`crate::waiters`]). `target`
+    /// must be the policy in the pipeline. A caller that cannot wait (too many waiting, the
+    /// zone full, `max_wait` or the call's deadline passed) is refused with the policy's
+    /// reason.
+    pub async fn execute_waiting<W, F, Fut>(
+        &self,
+        target: &W,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        W: Waitable + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        let mut rng = self.call_rng();
+        self.execute_waiting_with_rng(target, &mut rng, options, operation)
+            .await
+    }
+
+    /// [`Self::execute_waiting`] drawing randomness from `rng`.
+    pub async fn execute_waiting_with_rng<W, R, F, Fut>(
+        &self,
+        target: &W,
+        rng: &mut R,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        Tm: WaitTimer + Clone,
+        W: Waitable + ?Sized,
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        let gate = WaitGate::new(target, self.timer.clone());
+        self.execute_gated_with_rng(&gate, rng, options, operation)
+            .await
+    }
+
+    /// [`Self::execute`], answered by `fallback` when the call is refused, gives up or runs
+    /// out of time. The observer hears [`Event::FallbackServed`] with the cause, so the
+    /// degradation shows in logs and metrics. With a last-known-good store, every output the
+    /// classifier calls a `Success` is remembered.
+    ///
+    /// The error comes back only when the fallback has nothing to give (an empty store with no
+    /// default).
+    pub async fn execute_or<F, Fut>(
+        &self,
+        options: CallOptions,
+        fallback: Fallback<'_, Fut::Output>,
+        operation: F,
+    ) -> Result<Served<Fut::Output>, ExecuteError<Fut::Output>>
+    where
+        S: SeedSource,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        Fut::Output: Clone,
+        C: Classify<Fut::Output>,
+    {
+        let mut rng = self.call_rng();
+        self.execute_or_with_rng(&mut rng, options, fallback, operation)
+            .await
+    }
+
+    /// [`Self::execute_or`] drawing randomness from `rng`.
+    pub async fn execute_or_with_rng<R, F, Fut>(
+        &self,
+        rng: &mut R,
+        options: CallOptions,
+        fallback: Fallback<'_, Fut::Output>,
+        operation: F,
+    ) -> Result<Served<Fut::Output>, ExecuteError<Fut::Output>>
+    where
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        Fut::Output: Clone,
+        C: Classify<Fut::Output>,
+    {
+        let result = self.execute_with_rng(rng, options, operation).await;
+        fallback.resolve(result, &self.classifier, |cause| {
+            self.observer.on_event(&Event::FallbackServed { cause })
+        })
+    }
+}
