@@ -14,6 +14,17 @@ use crate::time::ticks::TickScale;
 
 /// The TAT uses the low 31 bits of a word; the limiter keeps its config-slot bit in the top.
 pub(crate) const TICK_MASK: u32 = (1 << 31) - 1;
+/// The TAT of a bucket that was never used: full at every instant. A fresh limiter's word is
+/// zero, and zero read as an ordinary TAT would put debt on a new bucket whenever `now`'s tick
+/// lies just below the wrap of the 31-bit circle. So no decision ever stores zero: an admitted
+/// TAT that lands on it is stored one tick later instead, which can only refuse more, never
+/// admit more.
+pub(crate) const UNUSED: u32 = 0;
+
+/// `tat` as it may be stored: never [`UNUSED`].
+const fn storable(tat: u32) -> u32 {
+    if tat == UNUSED { 1 } else { tat }
+}
 /// Every span stays below this many ticks, so "ahead" and "behind" split the 31-bit circle.
 const SPAN_LIMIT: u64 = 1 << 30;
 /// Emission intervals are stored as 2 049–4 097 ticks where the span allows: under 0.1% long.
@@ -120,6 +131,9 @@ impl Gcra {
     /// the latest admission (another thread's clock read, a small step backwards): real debt,
     /// refused. Anything further, and anything behind, reads as a bucket left idle: no debt.
     const fn debt(&self, tat: u32, now: u32) -> u32 {
+        if tat == UNUSED {
+            return 0;
+        }
         let ahead = tat.wrapping_sub(now) & TICK_MASK;
         if ahead <= self.span() + self.early {
             ahead
@@ -134,7 +148,7 @@ impl Gcra {
         // n ≤ burst, so n·T ≤ span < 2^30, and debt < 2^30: the sum cannot overflow.
         let after = debt + n * self.emission;
         if after <= self.span() {
-            Decision::Admit(now.wrapping_add(after) & TICK_MASK)
+            Decision::Admit(storable(now.wrapping_add(after) & TICK_MASK))
         } else {
             Decision::Wait(after - self.span())
         }
@@ -156,8 +170,10 @@ impl Gcra {
     }
 
     /// The TAT of a full bucket at `now`.
-    pub(crate) const fn full(&self, now: Instant) -> u32 {
-        self.tick(now)
+    pub(crate) const fn full(&self, _now: Instant) -> u32 {
+        // A bucket that is full now stays full as time moves on: the never-used mark says so
+        // without naming an instant.
+        UNUSED
     }
 
     /// The TAT under `next` that carries this bucket's cells (with their fraction) over,
@@ -176,7 +192,10 @@ impl Gcra {
         } else {
             new_debt as u32
         };
-        next.tick(now).wrapping_add(new_debt) & TICK_MASK
+        if new_debt == 0 {
+            return UNUSED;
+        }
+        storable(next.tick(now).wrapping_add(new_debt) & TICK_MASK)
     }
 
     /// The instant `wait` ticks after `now`.
