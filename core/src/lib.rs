@@ -5,15 +5,28 @@
 //! from the caller, so the same code runs in a tokio service, on a Cortex-M0, in a
 //! Workers-style wasm isolate and under a fuzzer, and a seed reproduces every decision.
 //!
-//! * [`breaker`]: the circuit breaker: closed, open, half-open with exact probes.
-//! * [`time`]: the caller's timeline ([`time::Instant`], [`time::Deadline`], clocks).
+//! The foundations:
+//!
+//! * [`time`]: the caller's timeline ([`time::Instant`], [`time::Deadline`], clocks, deadline
+//!   propagation).
 //! * [`random`]: injected randomness and a seeded generator.
 //! * [`Verdict`] and [`classify`]: what an outcome means, for every policy at once.
-//! * [`bulkhead`]: a hard concurrency cap, and the signal async adapters wait on.
 //! * [`Rejection`]: the six ways to be refused, each with its meaning and fix.
 //! * [`permit`]: the admit/settle contract; dropped permits mean cancellation.
-//! * [`pipeline`] and [`call`]: the one order of policies, and the retry loop.
+//! * [`pipeline`] and [`call`]: the one order of policies, and the retry loop as a state machine.
+//! * [`execute`] and [`resilience`]: the same loop as one async function over any runtime's
+//!   timer, and the front end every adapter shares ([`waiters`], [`fallback`], [`release`]).
 //! * [`observe`]: typed events and the duration histogram.
+//!
+//! The policies, in pipeline order (`retry → throttler → breaker → limiter → bulkhead → rate
+//! limit → timeout → call`):
+//!
+//! * [`retry`]: backoff with jitter, Retry-After, deadlines, and the shared retry budgets.
+//! * [`throttler`]: Google SRE client-side throttling.
+//! * [`breaker`]: the circuit breaker: closed, open, half-open with exact probes.
+//! * [`limiter`]: the adaptive concurrency limit (Gradient2, Vegas, AIMD).
+//! * [`bulkhead`]: a hard concurrency cap, and the signal async adapters wait on.
+//! * [`rate_limit`]: GCRA token bucket, and per-key limits in a fixed table.
 //!
 //! ```
 //! use resilix::call::{CallOptions, Next};
