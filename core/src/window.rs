@@ -8,7 +8,10 @@
 //! on its sequence number and zeroes it first. Reading sums the buckets whose period lies in the
 //! last `B` periods, so the window covers between `B - 1` and `B` bucket lengths.
 //!
-//! How it is approximate, exactly: increments themselves are exact (`fetch_add`). Only at a
+//! How it is approximate, exactly: increments themselves are exact (`fetch_add` while the
+//! counter and the delta are below 2^31, a saturating compare-and-swap above, so counts
+//! saturate at `u32::MAX`; a wrap would need 2^31 added by adds racing one another between one
+//! add's read of the counter and its `fetch_add`). Only at a
 //! bucket boundary can a few be lost: an increment that lands on a bucket between another
 //! thread's claim of it and that thread's zeroing is erased, so at most the increments of the
 //! threads crossing the same boundary at the same moment. A reader concurrent with a writer
@@ -23,6 +26,11 @@ use core::time::Duration;
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Instant, duration_as_nanos_saturating};
+
+/// Below this, a counter and a delta are added with a plain `fetch_add`: two values under
+/// 2^31 cannot wrap, and neither can the adds racing this one unless together they add
+/// another 2^31 between its read and its add (billions of calls in flight at once).
+const FAST_ADD_BELOW: u32 = 1 << 31;
 
 /// `B` buckets of `C` counters over a sliding window.
 #[derive(Debug)]
@@ -78,7 +86,10 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
             if bucket_nanos == 0 {
                 bucket_nanos = 1;
             }
-            TimeWindow { bucket_nanos, buckets: new_buckets() }
+            TimeWindow {
+                bucket_nanos,
+                buckets: new_buckets(),
+            }
         }
     }
 
@@ -87,12 +98,14 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         Duration::from_nanos(self.bucket_nanos)
     }
 
+    #[inline]
     fn period(&self, now: Instant) -> u32 {
         (now.as_nanos() / self.bucket_nanos) as u32
     }
 
     /// The bucket for `now`, claimed for its period: if it still holds an older period, the
     /// thread that wins the compare-and-swap on its period number zeroes it first.
+    #[inline]
     fn claim(&self, now: Instant) -> &Bucket<C> {
         let period = self.period(now);
         let bucket = &self.buckets[period as usize % B];
@@ -111,13 +124,21 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
     }
 
     /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
+    #[inline]
     pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
         if B == 0 {
             return;
         }
         let bucket = self.claim(now);
         for (c, d) in bucket.counts.iter().zip(deltas) {
-            if d != 0 {
+            if d == 0 {
+                continue;
+            }
+            // One `fetch_add`, never a retry loop, while the sum stays far from the ceiling;
+            // near it (or for a huge delta), a saturating compare-and-swap loop.
+            if c.load(Ordering::Relaxed) < FAST_ADD_BELOW && d < FAST_ADD_BELOW {
+                c.fetch_add(d, Ordering::AcqRel);
+            } else {
                 let _ = c.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
                     Some(v.saturating_add(d))
                 });

@@ -344,6 +344,7 @@ impl<W: OutcomeWindow> Breaker<W> {
         });
     }
 
+    #[inline(never)]
     fn operate<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         to: CircuitState,
@@ -418,6 +419,7 @@ impl<W: OutcomeWindow> Breaker<W> {
             .map(|_| ())
     }
 
+    #[inline]
     fn settle_counted<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         epoch: u32,
@@ -426,13 +428,30 @@ impl<W: OutcomeWindow> Breaker<W> {
         env: &mut Env<'_, R, O>,
     ) {
         let current = self.state.load(Ordering::Acquire);
-        let word = Word::unpack(current);
-        if word.state != CircuitState::Closed || word.epoch != epoch || !verdict.is_counted() {
+        // Closed words are never written with codes 5..=7, so the unpacked check
+        // (`state == Closed && epoch == epoch`) and this one agree on every stored word.
+        if Word::closed_epoch(current) != Some(epoch) || !verdict.is_counted() {
             return;
         }
         let failed = verdict.is_failure();
         let slow = self.is_slow(admitted_at, env.now);
         self.window.record(env.now, failed, slow);
+        if failed || slow {
+            self.counted_badly(current, failed, env);
+        } else if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
+            self.consecutive_failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// A failed or slow outcome, already in the window: extends or ends the failure streak,
+    /// then decides whether to open. Out of line: a success only lowers the rates.
+    #[inline(never)]
+    fn counted_badly<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        current: u32,
+        failed: bool,
+        env: &mut Env<'_, R, O>,
+    ) {
         let streak = if failed {
             self.consecutive_failures
                 .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |n| {
@@ -446,14 +465,15 @@ impl<W: OutcomeWindow> Breaker<W> {
             }
             0
         };
-        // A success or a fast call can only lower the rates: no need to read the window.
-        if !(failed || slow) {
-            return;
-        }
         let totals = self.window.totals(env.now);
         if let Some(cause) = decide::trip_cause(totals, streak, &self.config)
             && self
-                .open(current, word.next(CircuitState::Open), 0, env)
+                .open(
+                    current,
+                    Word::unpack(current).next(CircuitState::Open),
+                    0,
+                    env,
+                )
                 .is_ok()
         {
             self.emit(
@@ -467,6 +487,7 @@ impl<W: OutcomeWindow> Breaker<W> {
         }
     }
 
+    #[inline(never)]
     fn settle_probe<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         epoch: u32,
@@ -520,6 +541,7 @@ impl<W: OutcomeWindow> Breaker<W> {
         }
     }
 
+    #[inline(never)]
     fn drop_probe(&self, epoch: u32) {
         let mut current = self.state.load(Ordering::Acquire);
         while let Some(next) = decide::probe_dropped(Word::unpack(current), epoch) {
@@ -546,8 +568,30 @@ impl<W: OutcomeWindow> Policy for Breaker<W> {
         &'a self,
         env: &mut Env<'_, R, O>,
     ) -> Result<BreakerPermit<'a, W>, Rejection> {
+        let current = self.state.load(Ordering::Acquire);
+        // Closed, the common case, needs nothing but the state word: not the time, not the
+        // open wait. Everything else goes through the full decision, out of line.
+        if let Some(epoch) = Word::closed_epoch(current) {
+            return Ok(BreakerPermit {
+                breaker: Some(self),
+                epoch,
+                role: Role::Counted,
+                admitted_at: env.now,
+            });
+        }
+        self.admit_other(current, env)
+    }
+}
+
+impl<W: OutcomeWindow> Breaker<W> {
+    /// `admit` in any state but closed, or on a word it read as closed only after unpacking.
+    #[inline(never)]
+    fn admit_other<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        mut current: u32,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<BreakerPermit<'_, W>, Rejection> {
         let now = self.scale.ticks(env.now);
-        let mut current = self.state.load(Ordering::Acquire);
         loop {
             let word = Word::unpack(current);
             // Every wait ends by the end of the timeline (its end is saturated there), but the

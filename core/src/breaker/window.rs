@@ -82,19 +82,25 @@ impl<const B: usize> OutcomeWindow for TimeBuckets<B> {}
 /// The outcomes of the last `calls` calls, two bits each, sixteen to a word: capacity
 /// `16 × WORDS` (resilience4j's default window of 100 calls needs `WORDS = 7`).
 ///
-/// Each record claims the next position with a compare-and-swap on a cursor, then writes its
-/// slot's two bits (failed, slow) with a compare-and-swap on the slot's word; the totals are
-/// population counts of the slot words, so they never drift from the slots. How it is
-/// approximate, exactly:
+/// Each record claims the next position with a `fetch_add` on a cursor, then writes its slot's
+/// two bits (failed, slow) into the slot's word: nothing when they are already there (a
+/// success after a success), a `fetch_and` to clear them, a compare-and-swap to set them. The
+/// totals are population counts of the slot words, so they never drift from the slots. How it
+/// is approximate, exactly:
 ///
 /// * a reader concurrent with a writer may see the position counted before its bits land (a
 ///   failure read as a success), at most one per concurrent writer;
 /// * if more than `calls` records are in progress at once, two may claim the same slot and
 ///   the later write wins (one outcome lost);
-/// * a record that races a clear (on close or reset) may leave its outcome in the fresh window.
+/// * a record that races a clear (on close or reset) may leave its outcome in the fresh window,
+///   and one held up across the clear and a whole lap after it may take the cursor back a lap
+///   too many (the ring then reads fewer calls than it holds until it fills again).
 ///
 /// The cursor cycles through `calls .. 2 × calls` after the first lap instead of counting up
-/// to `u32::MAX`, so a ring that has filled once reads as full forever, however many calls.
+/// to `u32::MAX`, so a ring that has filled once reads as full forever, however many calls:
+/// the record that brings it to `2 × calls` takes it back by `calls`. Until it has, other
+/// records go on counting up from there; only if that record were held up for 2^32 more calls
+/// could the cursor wrap (and the ring read as not full).
 #[derive(Debug)]
 pub struct CallRing<const WORDS: usize> {
     calls: u32,
@@ -133,22 +139,43 @@ impl<const WORDS: usize> sealed::Counts for CallRing<WORDS> {
         if n == 0 {
             return;
         }
-        let claimed = self
-            .cursor
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| {
-                Some(if c.saturating_add(1) >= n.saturating_mul(2) {
-                    c + 1 - n
-                } else {
-                    c + 1
-                })
-            })
-            .unwrap_or_else(|c| c);
-        let index = (claimed % n) as usize;
+        let lap_end = n.saturating_mul(2);
+        let claimed = self.cursor.fetch_add(1, Ordering::AcqRel);
+        if claimed.wrapping_add(1) == lap_end {
+            // Exactly one record per lap reaches the lap's end and takes the cursor back one
+            // lap (positions are kept modulo `calls`). Conditional, because a clear may have
+            // reset the cursor since.
+            let _ = self
+                .cursor
+                .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |c| {
+                    (c >= lap_end).then(|| c - n)
+                });
+        }
+        // `claimed` is below 2 × calls unless a lap's end is still being taken back.
+        let index = if claimed < n {
+            claimed
+        } else if claimed < lap_end {
+            claimed - n
+        } else {
+            claimed % n
+        } as usize;
         let shift = (index % 16) * 2;
+        let mask = 0b11 << shift;
         let bits = (failed as u32 | ((slow as u32) << 1)) << shift;
-        let _ = self.slots[index / 16].fetch_update(Ordering::AcqRel, Ordering::Relaxed, |w| {
-            Some((w & !(0b11 << shift)) | bits)
-        });
+        let word = &self.slots[index / 16];
+        let seen = word.load(Ordering::Acquire);
+        if seen & mask == bits {
+            // The slot already holds these bits: writing them is a no-op (the swap would
+            // replace `seen` with itself), so the common success-after-success costs no write.
+            return;
+        }
+        if bits == 0 {
+            word.fetch_and(!mask, Ordering::AcqRel);
+        } else {
+            let _ = word.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |w| {
+                Some((w & !mask) | bits)
+            });
+        }
     }
 
     fn totals(&self, _now: Instant) -> Totals {

@@ -101,6 +101,18 @@ impl Word {
         }
     }
 
+    /// The epoch of the packed word `w` if it is closed, read without unpacking: the closed
+    /// admit and settle are the hot paths, and need nothing else from the word. Only the code
+    /// written for closed (zero) counts; the never-written codes 5..=7, which `unpack` reads as
+    /// closed, answer `None` here and take the unpacking path.
+    pub(crate) const fn closed_epoch(w: u32) -> Option<u32> {
+        if w & STATE_MASK == 0 {
+            Some(w >> EPOCH_SHIFT)
+        } else {
+            None
+        }
+    }
+
     /// Probes admitted in this half-open epoch and not dropped.
     pub(crate) const fn probes_taken(self) -> u8 {
         self.in_flight + self.successes + self.failures
@@ -151,6 +163,23 @@ mod tests {
         assert_eq!(n.state, CircuitState::Open);
         assert_eq!(n.probes_taken(), 0);
         assert_eq!(w.probes_taken(), 6);
+    }
+
+    #[test]
+    fn closed_epoch_agrees_with_unpack_on_every_written_word() {
+        for state in STATES {
+            for epoch in [0, 1, 77, EPOCH_MODULUS - 1] {
+                let w = Word::INITIAL.next(state);
+                let w = Word { epoch, ..w }.pack();
+                let expected = (state == CircuitState::Closed).then_some(epoch);
+                assert_eq!(Word::closed_epoch(w), expected, "{state:?} {epoch}");
+            }
+        }
+        assert_eq!(
+            Word::closed_epoch(7 | (5 << EPOCH_SHIFT)),
+            None,
+            "unused codes unpack"
+        );
     }
 
     #[test]
