@@ -55,6 +55,7 @@
 //! # });
 //! ```
 
+#![forbid(unsafe_code)]
 mod clock;
 
 pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};

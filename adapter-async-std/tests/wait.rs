@@ -1,14 +1,14 @@
 //! Bounded waiting for a bulkhead slot on real `async-io` timers, under smol and async-std.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use resilix::RejectReason;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
+use resilix::limiter::Limiter;
 use resilix::pipeline::Pipeline;
-use resilix_async_std::{Resilience, SlotWaiters};
+use resilix_async_std::{AsyncIoTimer, Resilience, SlotWaiters};
 use smol::future::zip;
 
 const MS: Duration = Duration::from_millis(1);
@@ -65,38 +65,33 @@ async fn waits_then_gives_up() {
 
 async fn lifo_serves_the_newest() {
     let b = bulkhead(8, Duration::from_secs(1), WaitOrder::Lifo);
-    let pipeline = Pipeline::new().bulkhead(&b);
-    let r = Resilience::new(&pipeline);
-    let served = Mutex::new(Vec::new());
-    let call = |name: char, delay: Duration| {
-        let (r, b, served) = (&r, &b, &served);
-        async move {
-            async_io::Timer::after(delay).await;
-            r.execute_waiting(b, CallOptions::default(), || {
-                served.lock().unwrap().push(name);
-                work(20 * MS)
-            })
-            .await
-            .unwrap()
-            .unwrap()
-        }
-    };
-    zip(
-        zip(call('h', Duration::ZERO), call('a', 3 * MS)),
-        zip(call('b', 6 * MS), call('c', 9 * MS)),
-    )
-    .await;
-    assert_eq!(served.into_inner().unwrap(), ['h', 'c', 'b', 'a']);
+    let served = resilix_testkit::served_order(&AsyncIoTimer::new(), &b, 3 * MS).await;
+    assert_eq!(served, ['h', 'c', 'b', 'a']);
 }
+
+/// The limiter's queue zone on real timers (shared with tokio and embassy).
+async fn limiter_queue_zone() {
+    let (config, wait) = resilix_testkit::queue_zone_limiter(15 * UNIT);
+    let l = Limiter::with_hook(config, SlotWaiters::<8>::new(wait)).unwrap();
+    resilix_testkit::limiter_queue_zone(&AsyncIoTimer::new(), &l, UNIT, LATE).await;
+}
+
+const UNIT: Duration = Duration::from_millis(4);
+// Real timers on a shared 2-core machine: generous, but smaller than the waits it bounds
+// would make a lost wake-up (a waiter that sleeps out max_wait) fail the first step.
+const LATE: resilix_testkit::Tolerance =
+    resilix_testkit::Tolerance::real(Duration::from_millis(35));
 
 #[test]
 fn under_smol() {
     smol::block_on(waits_then_gives_up());
     smol::block_on(lifo_serves_the_newest());
+    smol::block_on(limiter_queue_zone());
 }
 
 #[test]
 fn under_async_std() {
     async_std::task::block_on(waits_then_gives_up());
     async_std::task::block_on(lifo_serves_the_newest());
+    async_std::task::block_on(limiter_queue_zone());
 }

@@ -41,6 +41,7 @@
 //!     let reading = resilience.execute_with_rng(&mut rng, CallOptions::default(), read_sensor).await;
 //! }
 //! ```
+#![forbid(unsafe_code)]
 #![no_std]
 
 //!

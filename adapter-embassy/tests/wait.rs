@@ -65,3 +65,18 @@ fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
     }
     assert_eq!((RADIO.held(), RADIO.hook().waiting()), (0, 0));
 }
+
+/// The limiter's queue zone on the host driver (shared with tokio and async-std).
+#[test]
+fn the_shared_queue_zone_scenario() {
+    const UNIT: Duration = Duration::from_millis(4);
+    let (config, wait) = resilix_testkit::queue_zone_limiter(15 * UNIT);
+    let limiter =
+        resilix::limiter::Limiter::with_hook(config, SlotWaiters::<8>::new(wait)).unwrap();
+    block_on(resilix_testkit::limiter_queue_zone(
+        &resilix_embassy::EmbassyTimer,
+        &limiter,
+        UNIT,
+        resilix_testkit::Tolerance::real(Duration::from_millis(35)),
+    ));
+}

@@ -20,6 +20,7 @@
 //! assert_eq!(cache.get(), Some("v1"));
 //! ```
 
+#![forbid(unsafe_code)]
 mod fallback;
 mod lock;
 mod seed;

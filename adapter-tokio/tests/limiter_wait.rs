@@ -145,3 +145,11 @@ async fn a_cancelled_waiter_gives_its_place_back() {
     assert!(cancelled.is_err(), "dropped while waiting");
     assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_shared_queue_zone_scenario() {
+    let (config, wait) = resilix_testkit::queue_zone_limiter(15 * MS);
+    let l = Limiter::with_hook(config, SlotWaiters::<8>::new(wait)).unwrap();
+    let timer = resilix_tokio::TokioTimer::new();
+    resilix_testkit::limiter_queue_zone(&timer, &l, MS, resilix_testkit::Tolerance::EXACT).await;
+}

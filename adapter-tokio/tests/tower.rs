@@ -152,3 +152,38 @@ async fn the_service_runs_on_a_multi_thread_runtime() {
     assert_eq!(gate.counts().settled, 64);
     assert_eq!(gate.counts().held, 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_future_at_each_await_point_gives_the_permits_back() {
+    let gate: &'static Counting = leak(Counting::default());
+    let pipeline = Pipeline::new()
+        .retry(FixedRetry {
+            max: 3,
+            delay: 100 * MS,
+        })
+        .bulkhead(gate);
+    let svc = ServiceBuilder::new()
+        .layer(ResilienceLayer::new(Resilience::new(Arc::new(pipeline))))
+        .service(service_fn(|slow: bool| async move {
+            if slow {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+            }
+            Err::<(), BoxError>("flaky".into())
+        }));
+
+    // In flight: the attempt's permit is held, then dropped with the future.
+    let cut = tokio::time::timeout(5 * MS, svc.clone().oneshot(true)).await;
+    assert!(cut.is_err());
+    let c = gate.counts();
+    assert_eq!((c.admitted, c.settled, c.cancelled, c.held), (1, 0, 1, 0));
+
+    // Backing off: the failed attempt settled; nothing is held while the future sleeps.
+    let cut = tokio::time::timeout(50 * MS, svc.clone().oneshot(false)).await;
+    assert!(cut.is_err());
+    let c = gate.counts();
+    assert_eq!((c.admitted, c.settled, c.cancelled, c.held), (2, 1, 1, 0));
+
+    // Not yet polled: nothing was admitted.
+    drop(svc.oneshot(false));
+    assert_eq!(gate.counts().admitted, 2);
+}

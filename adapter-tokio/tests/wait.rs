@@ -100,37 +100,15 @@ async fn refused_when_max_waiters_are_waiting_or_max_wait_passes() {
     assert_eq!((b.held(), b.hook().waiting()), (0, 0));
 }
 
-async fn served_order(order: WaitOrder) -> Vec<char> {
-    let b = bulkhead(1, 8, Duration::from_secs(1), order);
-    let pipeline = Pipeline::new().bulkhead(&b);
-    let r = Resilience::new(&pipeline);
-    let served = Mutex::new(Vec::new());
-    let call = |name: char, delay: Duration| {
-        let (r, b, served) = (&r, &b, &served);
-        async move {
-            tokio::time::sleep(delay).await;
-            r.execute_waiting(b, CallOptions::default(), || {
-                served.lock().unwrap().push(name);
-                work(10 * MS)
-            })
-            .await
-            .unwrap()
-            .unwrap()
-        }
-    };
-    tokio::join!(
-        call('h', Duration::ZERO),
-        call('a', MS),
-        call('b', 2 * MS),
-        call('c', 3 * MS)
-    );
-    served.into_inner().unwrap()
-}
-
 #[tokio::test(start_paused = true)]
 async fn fifo_by_default_lifo_as_an_option() {
-    assert_eq!(served_order(WaitOrder::Fifo).await, ['h', 'a', 'b', 'c']);
-    assert_eq!(served_order(WaitOrder::Lifo).await, ['h', 'c', 'b', 'a']);
+    let timer = resilix_tokio::TokioTimer::new();
+    let fifo = bulkhead(1, 8, Duration::from_secs(1), WaitOrder::Fifo);
+    let lifo = bulkhead(1, 8, Duration::from_secs(1), WaitOrder::Lifo);
+    let served = resilix_testkit::served_order(&timer, &fifo, MS).await;
+    assert_eq!(served, ['h', 'a', 'b', 'c']);
+    let served = resilix_testkit::served_order(&timer, &lifo, MS).await;
+    assert_eq!(served, ['h', 'c', 'b', 'a']);
 }
 
 fn poll_once<F: Future>(f: std::pin::Pin<&mut F>) -> Poll<F::Output> {

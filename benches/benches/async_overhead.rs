@@ -88,6 +88,22 @@ async fn operation(x: u32) -> Result<u32, BoxError> {
     Ok(black_box(x))
 }
 
+/// The call, pending once before it answers (a real I/O call is pending at least once): the
+/// deadline's timer entry, made only when an attempt is first pending, is then on the bill.
+async fn operation_pending_once(x: u32) -> Result<u32, BoxError> {
+    let mut pending = true;
+    std::future::poll_fn(|cx| {
+        if std::mem::take(&mut pending) {
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    Ok(black_box(x))
+}
+
 /// tower's retry policy with its `TpsBudget`: successes deposit, failures withdraw.
 #[derive(Clone)]
 struct BudgetPolicy(Arc<TpsBudget>);
@@ -119,6 +135,44 @@ struct Bare;
 impl Stack for Bare {
     async fn call(&mut self, x: u32) -> u32 {
         operation(x).await.unwrap()
+    }
+}
+
+struct BarePendingOnce;
+impl Stack for BarePendingOnce {
+    async fn call(&mut self, x: u32) -> u32 {
+        operation_pending_once(x).await.unwrap()
+    }
+}
+
+struct TokioTimeoutPendingOnce;
+impl Stack for TokioTimeoutPendingOnce {
+    async fn call(&mut self, x: u32) -> u32 {
+        tokio::time::timeout(DEADLINE, operation_pending_once(x))
+            .await
+            .unwrap()
+            .unwrap()
+    }
+}
+
+/// resilix-tokio's `execute` over [`operation_pending_once`].
+struct ResilixTokioPendingOnce<'p, P>(Resilience<&'p P>);
+
+impl<Rt, T, B, L, H, Rl> Stack for ResilixTokioPendingOnce<'_, Pipeline<Rt, T, B, L, H, Rl>>
+where
+    Rt: resilix::retry::RetryPolicy,
+    T: resilix::permit::Policy,
+    B: resilix::permit::Policy,
+    L: resilix::permit::Policy,
+    H: resilix::permit::Policy,
+    Rl: resilix::permit::Policy,
+{
+    async fn call(&mut self, x: u32) -> u32 {
+        self.0
+            .execute(CallOptions::default(), || operation_pending_once(x))
+            .await
+            .unwrap()
+            .unwrap()
     }
 }
 
@@ -272,6 +326,25 @@ fn overhead(c: &mut Criterion) {
         &mut allocs,
         "resilix-tokio-execute",
         ResilixTokio(resilience),
+    );
+
+    // The same over a call that is pending once: what a real I/O call pays, the deadline's
+    // timer entry included. Compare with `bare-pending-once`.
+    run(c, &rt, &mut allocs, "bare-pending-once", BarePendingOnce);
+    run(
+        c,
+        &rt,
+        &mut allocs,
+        "tokio-timeout-pending-once",
+        TokioTimeoutPendingOnce,
+    );
+    let resilience = rt.block_on(async { Resilience::new(&pipeline).seed(1) });
+    run(
+        c,
+        &rt,
+        &mut allocs,
+        "resilix-tokio-execute-pending-once",
+        ResilixTokioPendingOnce(resilience),
     );
 
     let core = rt.block_on(async {

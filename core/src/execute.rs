@@ -49,6 +49,7 @@
 
 use core::fmt;
 use core::future::{Future, poll_fn};
+use core::ops::ControlFlow;
 use core::pin::pin;
 use core::task::Poll;
 
@@ -220,7 +221,10 @@ impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
 /// it settles as [`Verdict::Timeout`]. `classifier` turns each output into a verdict; `Success`
 /// and `Answered` end the call with `Ok(output)`.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-pub async fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
+// Not an `async fn`: it returns `execute_gated`'s future itself, so a caller awaiting it
+// does not pay for a second state machine wrapped around the first (a copy of the whole
+// loop's state on every call).
+pub fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
     pipeline: &Pipeline<Rt, T, B, L, H, Rl>,
     timer: &Tm,
     rng: &mut R,
@@ -228,7 +232,7 @@ pub async fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
     options: CallOptions,
     classifier: &C,
     operation: F,
-) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+) -> impl Future<Output = Result<Fut::Output, ExecuteError<Fut::Output>>>
 where
     Rt: RetryPolicy,
     T: Policy,
@@ -253,7 +257,6 @@ where
         &(),
         operation,
     )
-    .await
 }
 
 /// [`execute`], with every attempt held at `gate` until it may be admitted: how an adapter
@@ -314,23 +317,11 @@ where
             };
             match call.admit(&mut env) {
                 Ok(attempt) => attempt,
-                Err(Stop::Refused(rejection)) => {
-                    return Err(ExecuteError::Refused {
-                        rejection,
-                        attempts: call.attempts(),
-                        last,
-                    });
-                }
-                Err(Stop::DeadlinePassed) => {
-                    return Err(ExecuteError::DeadlinePassed {
-                        attempts: call.attempts(),
-                        last,
-                    });
-                }
+                Err(stop) => return Err(ExecuteError::stopped(stop, call.attempts(), last)),
             }
         };
         let outcome = match attempt.deadline() {
-            Some(deadline) => race(operation(), timer.sleep_until(deadline.instant())).await,
+            Some(deadline) => race(operation(), || timer.sleep_until(deadline.instant())).await,
             None => Some(operation().await),
         };
         let verdict = match &outcome {
@@ -349,31 +340,66 @@ where
             Some(output) => Attempted::Output(output),
             None => Attempted::TimedOut,
         };
-        match next {
-            Next::Done => {
-                return match attempted {
-                    Attempted::Output(output) => Ok(output),
-                    // A classifier cannot call a timeout an answer; treat it as one that gave up.
-                    Attempted::TimedOut => Err(ExecuteError::GaveUp {
-                        reason: GiveUpReason::NotRetryable(Verdict::Timeout.kind()),
-                        attempts: call.attempts(),
-                        last: Attempted::TimedOut,
-                    }),
-                };
-            }
-            Next::GiveUp(reason) => {
-                return Err(ExecuteError::GaveUp {
-                    reason,
-                    attempts: call.attempts(),
-                    last: attempted,
-                });
-            }
-            Next::RetryAt(at) => {
+        match conclude(next, attempted, call.attempts()) {
+            ControlFlow::Break(result) => return result,
+            ControlFlow::Continue((at, attempted)) => {
                 last = Some(attempted);
                 timer.sleep_until(at).await;
                 now = timer.now();
             }
         }
+    }
+}
+
+impl<T> ExecuteError<T> {
+    /// The error for an attempt that could not start ([`Call::admit`](crate::call::Call::admit)
+    /// returned `stop`), after `attempts` attempts whose last produced `last`.
+    pub fn stopped(stop: Stop, attempts: u32, last: Option<Attempted<T>>) -> Self {
+        match stop {
+            Stop::Refused(rejection) => ExecuteError::Refused {
+                rejection,
+                attempts,
+                last,
+            },
+            Stop::DeadlinePassed => ExecuteError::DeadlinePassed { attempts, last },
+        }
+    }
+}
+
+/// What a settled attempt's decision means for the call: its result (`Break`), or a retry at
+/// an instant, carrying what the attempt produced (`Continue`). Shared by [`execute`] and the
+/// adapters that drive a [`Call`](crate::call::Call) by hand (the tokio tower future), so the
+/// mapping from decision to error is written once.
+///
+/// ```
+/// use core::ops::ControlFlow;
+/// use resilix::call::Next;
+/// use resilix::execute::{conclude, Attempted};
+/// let done = conclude(Next::Done, Attempted::Output(3), 1);
+/// assert_eq!(done, ControlFlow::Break(Ok(3)));
+/// ```
+#[allow(clippy::type_complexity)] // the two outcomes of one decision, spelled out
+pub fn conclude<T>(
+    next: Next,
+    attempted: Attempted<T>,
+    attempts: u32,
+) -> ControlFlow<Result<T, ExecuteError<T>>, (Instant, Attempted<T>)> {
+    match next {
+        Next::Done => ControlFlow::Break(match attempted {
+            Attempted::Output(output) => Ok(output),
+            // A classifier cannot call a timeout an answer; treat it as one that gave up.
+            Attempted::TimedOut => Err(ExecuteError::GaveUp {
+                reason: GiveUpReason::NotRetryable(Verdict::Timeout.kind()),
+                attempts,
+                last: Attempted::TimedOut,
+            }),
+        }),
+        Next::GiveUp(reason) => ControlFlow::Break(Err(ExecuteError::GaveUp {
+            reason,
+            attempts,
+            last: attempted,
+        })),
+        Next::RetryAt(at) => ControlFlow::Continue((at, attempted)),
     }
 }
 
@@ -390,19 +416,32 @@ async fn noting_wait<F: Future>(wait: F) -> (F::Output, bool) {
     (output, waited)
 }
 
-/// The output of `work`, or `None` if `timeout` completes first. Polls `work` first, so a
-/// result that is ready at the deadline still counts.
-async fn race<W: Future, S: Future<Output = ()>>(work: W, timeout: S) -> Option<W::Output> {
+/// The output of `work`, or `None` if the timeout `timeout()` makes completes first. Polls
+/// `work` first, so a result that is ready at the deadline still counts.
+///
+/// The timeout is made only when `work` is first pending: an attempt that answers on its first
+/// poll (a cache, a fast path) never creates a timer entry (tokio's costs ~35 ns to make and
+/// drop). The deadline is an instant, so making it later changes nothing about when it fires.
+async fn race<W, S, M>(work: W, timeout: M) -> Option<W::Output>
+where
+    W: Future,
+    S: Future<Output = ()>,
+    M: FnOnce() -> S,
+{
     let mut work = pin!(work);
-    let mut timeout = pin!(timeout);
+    let mut make = Some(timeout);
+    let mut timeout = pin!(None::<S>);
     poll_fn(|cx| {
         if let Poll::Ready(v) = work.as_mut().poll(cx) {
             return Poll::Ready(Some(v));
         }
-        if timeout.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
+        if let Some(make) = make.take() {
+            timeout.set(Some(make()));
         }
-        Poll::Pending
+        match timeout.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(None),
+            _ => Poll::Pending,
+        }
     })
     .await
 }

@@ -54,8 +54,9 @@ pub trait SeedSource {
     fn call_seed(&self) -> u64;
 }
 
-/// Seeds from one number: the `n`th call gets a generator seeded from `seed` and `n`, so a run
-/// with the same order of calls jitters and sheds identically. Pick a different seed per
+/// Seeds from one number: the `n`th seed drawn is mixed from `seed` and `n`, so a run with the
+/// same order of calls jitters and sheds identically. (`Resilience::execute` draws a call's
+/// seed only when the call first needs randomness: [`LazyRng`].) Pick a different seed per
 /// process or device (a serial number, a TRNG read at boot).
 ///
 /// The call counter is 32-bit (no 64-bit atomics on small MCUs): after 2³² calls the
@@ -88,6 +89,56 @@ impl SeedSource for FixedSeeds {
     fn call_seed(&self) -> u64 {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         mix(self.seed.wrapping_add(u64::from(n)))
+    }
+}
+
+/// A call's generator, seeded on its first draw. Most calls never draw (no retry delay to
+/// jitter, nothing shed), and a seed is not free: a thread-local for entropy, a shared
+/// counter (a contended cache line under many threads) for [`FixedSeeds`]. The generator
+/// lives in a slot the caller owns, so a hand-written future can keep it between polls.
+///
+/// ```
+/// use resilix::random::Random;
+/// use resilix::resilience::{FixedSeeds, LazyRng, SeedSource};
+///
+/// let seeds = FixedSeeds::new(5);
+/// let mut slot = None;
+/// let mut rng = LazyRng::new(&seeds, &mut slot);
+/// let first = rng.next_u64();
+/// assert!(slot.is_some(), "seeded by the first draw");
+/// let mut untouched = None;
+/// let _unused = LazyRng::new(&seeds, &mut untouched);
+/// assert!(untouched.is_none(), "never drawn, never seeded");
+/// # let _ = first;
+/// ```
+#[derive(Debug)]
+pub struct LazyRng<'a, S: ?Sized> {
+    seeds: &'a S,
+    rng: &'a mut Option<SeededRandom>,
+}
+
+impl<'a, S: SeedSource + ?Sized> LazyRng<'a, S> {
+    /// A generator seeded from `seeds` into `slot` on its first draw (or already in `slot`).
+    pub fn new(seeds: &'a S, slot: &'a mut Option<SeededRandom>) -> Self {
+        LazyRng { seeds, rng: slot }
+    }
+
+    fn rng(&mut self) -> &mut SeededRandom {
+        let seeds = self.seeds;
+        self.rng
+            .get_or_insert_with(|| SeededRandom::new(seeds.call_seed()))
+    }
+}
+
+impl<S: SeedSource + ?Sized> Random for LazyRng<'_, S> {
+    #[inline]
+    fn next_u32(&mut self) -> u32 {
+        self.rng().next_u32()
+    }
+
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.rng().next_u64()
     }
 }
 
@@ -193,6 +244,11 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
         &self.observer
     }
 
+    /// The classifier.
+    pub fn classifier_ref(&self) -> &C {
+        &self.classifier
+    }
+
     /// The timer calls are timed and sleep on (deadlines in [`CallOptions`] are instants on
     /// its clock).
     pub fn timer(&self) -> &Tm {
@@ -205,6 +261,15 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
         S: SeedSource,
     {
         SeededRandom::new(self.seeds.call_seed())
+    }
+
+    /// The generator for one call, seeded on its first draw into `slot` ([`LazyRng`]): what
+    /// [`Self::execute`] uses, so a call that never draws never pays for a seed.
+    pub fn lazy_rng<'a>(&'a self, slot: &'a mut Option<SeededRandom>) -> LazyRng<'a, S>
+    where
+        S: SeedSource,
+    {
+        LazyRng::new(&self.seeds, slot)
     }
 }
 
@@ -237,8 +302,18 @@ where
         Fut: Future,
         C: Classify<Fut::Output>,
     {
-        let mut rng = self.call_rng();
-        self.execute_with_rng(&mut rng, options, operation).await
+        let mut slot = None;
+        let mut rng = self.lazy_rng(&mut slot);
+        execute(
+            &*self.pipeline,
+            &self.timer,
+            &mut rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            operation,
+        )
+        .await
     }
 
     /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
@@ -315,7 +390,8 @@ where
         Fut: Future,
         C: Classify<Fut::Output>,
     {
-        let mut rng = self.call_rng();
+        let mut slot = None;
+        let mut rng = self.lazy_rng(&mut slot);
         self.execute_waiting_with_rng(target, &mut rng, options, operation)
             .await
     }
@@ -361,7 +437,8 @@ where
         Fut::Output: Clone,
         C: Classify<Fut::Output>,
     {
-        let mut rng = self.call_rng();
+        let mut slot = None;
+        let mut rng = self.lazy_rng(&mut slot);
         self.execute_or_with_rng(&mut rng, options, fallback, operation)
             .await
     }

@@ -48,3 +48,84 @@ fn admission_is_exact_under_a_racing_window_close() {
         assert!((1..=2).contains(&limiter.limit()));
     });
 }
+
+/// The wait protocol's hook for the model: wakes the registered waiter, if any.
+struct Wake {
+    registered: loom::sync::atomic::AtomicBool,
+    woken: loom::sync::atomic::AtomicBool,
+}
+
+impl resilix::release::ReleaseHook for Wake {
+    fn on_release(&self) {
+        use loom::sync::atomic::Ordering;
+        if self.registered.load(Ordering::Acquire) {
+            self.woken.store(true, Ordering::Release);
+        }
+    }
+}
+
+#[test]
+fn a_release_racing_the_waiters_re_check_never_loses_the_wake_up() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use resilix::limiter::Admission;
+
+    // A holder takes the one in-flight slot and gives it back (a cancelled call: the shortest
+    // release path) while a waiter reads the release count, finds no slot, takes a queue-zone
+    // place, registers and re-checks the count (the protocol in `resilix::release`). Under
+    // every interleaving the waiter is admitted, or sees the count move (and retries), or
+    // sleeps registered and the release hook finds it. Never: asleep and not woken.
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let config = LimiterConfig {
+            initial_limit: 1,
+            min_limit: 1,
+            queue_factor: 2.0,
+            queue_rungs: 1,
+            ..LimiterConfig::gradient2()
+        };
+        let hook = Wake {
+            registered: AtomicBool::new(false),
+            woken: AtomicBool::new(false),
+        };
+        let limiter = loom::sync::Arc::new(Limiter::with_hook(config, hook).unwrap());
+        let l2 = limiter.clone();
+        let holder = loom::thread::spawn(move || {
+            let mut rng = SeededRandom::new(2);
+            let mut env = Env::new(Instant::from_secs(1), &mut rng);
+            // Admitted, or (when the waiter won the slot) a place or a refusal: all dropped.
+            drop(l2.admit_or_queue(&mut env));
+        });
+
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::from_secs(1), &mut rng);
+        let seen = limiter.releases(); // step 1: before trying
+        let slept = match limiter.admit_or_queue(&mut env) {
+            Admission::Admitted(permit) => {
+                drop(permit);
+                false
+            }
+            Admission::Refused(_) => false,
+            Admission::Wait(place) => {
+                // Step 3 with a plain release store: the protocol needs no SeqCst.
+                limiter.hook().registered.store(true, Ordering::Release);
+                if limiter.released_since(seen) {
+                    // Step 4 saw the release: retry instead of sleeping.
+                    drop(place.try_admit(&mut env));
+                    false
+                } else {
+                    drop(place);
+                    true
+                }
+            }
+        };
+        holder.join().unwrap();
+        if slept {
+            assert!(
+                limiter.hook().woken.load(Ordering::Acquire),
+                "the waiter slept and no release woke it"
+            );
+        }
+        assert_eq!((limiter.in_flight(), limiter.waiting()), (0, 0));
+    });
+}

@@ -11,7 +11,8 @@
 //!
 //! Scenarios: [`retry_timing`], [`jittered_retry_timing`], [`deadline_respected`],
 //! [`budget_refusal`], [`breaker_open_half_open`], [`cancel_during_attempt`],
-//! [`cancel_during_retry_sleep`], [`fallback`].
+//! [`cancel_during_retry_sleep`], [`fallback`]; bounded waiting: [`limiter_queue_zone`],
+//! [`served_order`].
 
 use core::future::Future;
 use core::pin::pin;
@@ -22,10 +23,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
+use resilix::bulkhead::Bulkhead;
+use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::call::CallOptions;
 use resilix::classify::ResultClassifier;
 use resilix::execute::{Attempted, ExecuteError, Timer, execute};
 use resilix::fallback::{Fallback, KnownGood};
+use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::observe::{Degradation, Event, Observer};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::pipeline::Pipeline;
@@ -37,6 +41,7 @@ use resilix::retry::{
     Strategy, retryable,
 };
 use resilix::time::{Deadline, Instant};
+use resilix::waiters::{SlotWaiters, WaitTimer, WaiterLock};
 use resilix::{RejectReason, Rejection, Verdict, VerdictKind};
 
 const CLASSIFIER: ResultClassifier = ResultClassifier::new();
@@ -788,4 +793,154 @@ pub async fn budget_refusal<Tm: Timer + ?Sized>(timer: &Tm, unit: Duration) {
         }
     ));
     assert_eq!(calls.load(Ordering::SeqCst), 6);
+}
+
+/// The limiter of [`limiter_queue_zone`]: limit 1 and queue factor 2 (one call in flight, one
+/// waiting in the zone), one rung (the shedding ladder sheds nothing, so the zone's bound is
+/// seen alone), and a wait config of up to 8 waiters waiting at most `max_wait`, FIFO. An
+/// adapter builds its `Limiter::with_hook(config, SlotWaiters::new(wait))` from these.
+pub fn queue_zone_limiter(max_wait: Duration) -> (LimiterConfig, WaitConfig) {
+    let config = LimiterConfig {
+        initial_limit: 1,
+        min_limit: 1,
+        queue_factor: 2.0,
+        queue_rungs: 1,
+        ..LimiterConfig::gradient2()
+    };
+    let wait = WaitConfig::new(8, max_wait, WaitOrder::Fifo).expect("a valid wait config");
+    (config, wait)
+}
+
+fn refused_reason<T>(r: &Result<T, ExecuteError<T>>) -> Option<RejectReason> {
+    r.as_ref()
+        .err()
+        .and_then(|e| e.rejection())
+        .map(|r| r.reason())
+}
+
+/// Waiting in the adaptive limiter's queue zone: a call beyond the limit waits for an
+/// in-flight slot (woken by the limiter's release signal) instead of being refused; a call
+/// that finds the zone full is refused on arrival; a waiter gives up after `max_wait`; every
+/// place is given back. `limiter` is built from [`queue_zone_limiter`]`(15 × unit)` with the
+/// adapter's waiter list.
+pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
+    timer: &Tm,
+    limiter: &Limiter<SlotWaiters<N, Lk>>,
+    unit: Duration,
+    tol: Tolerance,
+) where
+    Tm: WaitTimer + Clone,
+    Lk: WaiterLock<N>,
+{
+    let pipeline = Pipeline::new().limiter(limiter);
+    let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(11));
+    let work = |took: Duration| {
+        move || async move {
+            latency(timer, took).await;
+            Ok::<(), ()>(())
+        }
+    };
+    let arriving = |after: Duration, took: Duration| {
+        let r = &r;
+        async move {
+            latency(timer, after).await;
+            let out = r
+                .execute_waiting(limiter, CallOptions::default(), work(took))
+                .await;
+            (out, timer.now())
+        }
+    };
+
+    // One slot: the second call waits for the first, then runs.
+    let start = timer.now();
+    let (a, (b, _)) = join(
+        r.execute_waiting(limiter, CallOptions::default(), work(10 * unit)),
+        arriving(Duration::ZERO, 10 * unit),
+    )
+    .await;
+    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    tol.assert_elapsed(
+        timer.now() - start,
+        20 * unit,
+        "the waiter ran after the holder",
+    );
+    assert_eq!((limiter.in_flight(), limiter.waiting()), (0, 0));
+
+    // One in flight and one waiting fill the zone: a third is refused on arrival, although
+    // the wait config would let 8 wait.
+    let start = timer.now();
+    let (a, ((b, _), (c, refused_at))) = join(
+        r.execute_waiting(limiter, CallOptions::default(), work(10 * unit)),
+        join(arriving(unit, unit), arriving(2 * unit, unit)),
+    )
+    .await;
+    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!(refused_reason(&c), Some(RejectReason::LimiterFull));
+    assert!(matches!(c, Err(ExecuteError::Refused { attempts: 0, .. })));
+    tol.assert_elapsed(
+        refused_at - start,
+        2 * unit,
+        "refused on arrival, not after a wait",
+    );
+
+    // A waiter gives up after max_wait (15 units), long before the holder finishes.
+    let start = timer.now();
+    let (a, (b, gave_up_at)) = join(
+        r.execute_waiting(limiter, CallOptions::default(), work(40 * unit)),
+        arriving(unit, unit),
+    )
+    .await;
+    assert_eq!(a, Ok(Ok(())));
+    assert_eq!(refused_reason(&b), Some(RejectReason::LimiterFull));
+    tol.assert_elapsed(gave_up_at - start, 16 * unit, "gave up after max_wait");
+    assert_eq!(
+        (
+            limiter.in_flight(),
+            limiter.waiting(),
+            limiter.hook().waiting()
+        ),
+        (0, 0, 0),
+        "every slot and place given back"
+    );
+}
+
+/// The order in which calls waiting for `bulkhead`'s one slot are served: a holder `h` first,
+/// then `a`, `b`, `c` arriving one `unit` apart while it holds the slot (FIFO serves
+/// `h a b c`, LIFO `h c b a`). `bulkhead` has one slot and room for at least 3 waiters
+/// waiting at least 20 units.
+pub async fn served_order<Tm, const N: usize, Lk>(
+    timer: &Tm,
+    bulkhead: &Bulkhead<SlotWaiters<N, Lk>>,
+    unit: Duration,
+) -> Vec<char>
+where
+    Tm: WaitTimer + Clone,
+    Lk: WaiterLock<N>,
+{
+    let pipeline = Pipeline::new().bulkhead(bulkhead);
+    let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(13));
+    let served = Mutex::new(Vec::new());
+    let call = |name: char, after: Duration| {
+        let (r, served) = (&r, &served);
+        async move {
+            latency(timer, after).await;
+            let out = r
+                .execute_waiting(bulkhead, CallOptions::default(), || {
+                    served.lock().unwrap().push(name);
+                    async move {
+                        latency(timer, 5 * unit).await;
+                        Ok::<(), ()>(())
+                    }
+                })
+                .await;
+            assert!(out.is_ok(), "{name} was served");
+        }
+    };
+    join(
+        join(call('h', Duration::ZERO), call('a', unit)),
+        join(call('b', 2 * unit), call('c', 3 * unit)),
+    )
+    .await;
+    assert_eq!(bulkhead.held(), 0);
+    served.into_inner().unwrap()
 }

@@ -1,0 +1,171 @@
+//! The allocation proof for the tower Layer: after warm-up, a request through
+//! `ResilienceLayer` (full pipeline owned by the Layer, a per-request deadline) allocates
+//! nothing per call beyond the inner service, which here allocates nothing either: both when
+//! the inner service answers and when the attempt times out and is retried after a backoff.
+//! (`alloc_full_pipeline.rs` covers `Resilience::execute`.)
+//!
+//! The counter is per thread; a current-thread runtime polls every future on the thread that
+//! calls `block_on`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::future::{Ready, ready};
+use std::sync::Arc;
+use std::time::Duration;
+
+use resilix::breaker::{Breaker, Config as BreakerConfig};
+use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+use resilix::limiter::{Limiter, LimiterConfig};
+use resilix::pipeline::Pipeline;
+use resilix::retry::budget::{RatioBudget, RatioBudgetConfig};
+use resilix::retry::{Retry, RetryConfig};
+use resilix::throttler::{Throttler, ThrottlerConfig};
+use resilix_testkit::{Counting as Gate, FixedRetry};
+use resilix_tokio::Resilience;
+use resilix_tokio::tower::{BoxError, ResilienceLayer, ServiceError};
+use tower::{Service, ServiceBuilder, ServiceExt};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; the counter is a
+// const-initialised thread-local `Cell` with no destructor, so updating it neither allocates
+// nor re-enters the allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCS.with(Cell::get)
+}
+
+const WARM_UP: u32 = 500;
+const CALLS: u32 = 5_000;
+
+/// An inner service that answers at once and allocates nothing (`service_fn` over an
+/// `async` block would too; this keeps the future's type plain).
+#[derive(Clone)]
+struct Echo;
+
+impl Service<u32> for Echo {
+    type Response = u32;
+    type Error = BoxError;
+    type Future = Ready<Result<u32, BoxError>>;
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn call(&mut self, n: u32) -> Self::Future {
+        ready(Ok(n + 1))
+    }
+}
+
+#[test]
+fn the_counter_sees_an_allocation() {
+    let before = allocations();
+    drop(std::hint::black_box(Box::new(1u32)));
+    assert_eq!(allocations() - before, 1);
+}
+
+#[test]
+fn a_layered_request_allocates_nothing_per_call() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        // The full pipeline, each policy with its defaults, owned by the Layer.
+        let pipeline = Pipeline::new()
+            .retry(Retry::new(
+                RetryConfig::DEFAULT,
+                RatioBudget::<10>::new(RatioBudgetConfig::DEFAULT).unwrap(),
+            ))
+            .throttler(Throttler::<20>::new(ThrottlerConfig::DEFAULT).unwrap())
+            .breaker(Breaker::new(BreakerConfig::DEFAULT).unwrap())
+            .limiter(Limiter::new(LimiterConfig::gradient2()).unwrap())
+            .bulkhead(Bulkhead::new(BulkheadConfig::DEFAULT))
+            .attempt_timeout(Duration::from_millis(200));
+        let layer = ResilienceLayer::new(Resilience::new(Box::new(pipeline)).seed(3))
+            .timeout(Duration::from_secs(1));
+        let mut svc = ServiceBuilder::new().layer(layer).service(Echo);
+        let mut calls = async |n: u32| {
+            for i in 0..n {
+                let out = svc.ready().await.unwrap().call(i).await.unwrap();
+                assert_eq!(out, i + 1);
+            }
+        };
+        calls(WARM_UP).await;
+        let before = allocations();
+        calls(CALLS).await;
+        let n = allocations() - before;
+        assert_eq!(n, 0, "{n} allocations in {CALLS} requests");
+    });
+}
+
+#[test]
+fn timeouts_and_retries_through_the_layer_allocate_nothing_per_call() {
+    // Paused time: every attempt's deadline really fires, and every retry really sleeps.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let gate: &'static Gate = Box::leak(Box::default());
+    rt.block_on(async {
+        let pipeline = Pipeline::new()
+            .retry(FixedRetry {
+                max: 3,
+                delay: Duration::from_millis(5),
+            })
+            .bulkhead(gate)
+            .attempt_timeout(Duration::from_millis(20));
+        let layer = ResilienceLayer::new(Resilience::new(Arc::new(pipeline))).idempotent(true);
+        let mut svc = ServiceBuilder::new()
+            .layer(layer)
+            .service_fn(|_: u32| std::future::pending::<Result<u32, BoxError>>());
+        let mut calls = async |n: u32| {
+            for i in 0..n {
+                let err = svc.ready().await.unwrap().call(i).await.unwrap_err();
+                // Building the error is the one allocation a failed request makes: count it
+                // out by checking it is the typed error, then subtract it below.
+                assert!(err.downcast_ref::<ServiceError>().is_some(), "{err}");
+            }
+        };
+        calls(50).await;
+        let before = allocations();
+        calls(500).await;
+        let n = allocations() - before;
+        // One `Box<ServiceError>` per failed request (tower's error type is boxed), nothing
+        // for the three attempts, three deadlines and two backoff sleeps each.
+        assert_eq!(n, 500, "{n} allocations in 500 failed requests");
+    });
+    let counts = gate.counts();
+    assert_eq!(counts.admitted, 550 * 3);
+    assert_eq!(counts.held, 0);
+}
