@@ -7,8 +7,7 @@
 //! The counter is per thread; a current-thread runtime polls every future on the thread that
 //! calls `block_on`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use resilix_testkit::alloc::{CountingAllocator, allocations};
 use std::future::{Ready, ready};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,43 +24,8 @@ use resilix_tokio::Resilience;
 use resilix_tokio::tower::{BoxError, ResilienceLayer, ServiceError};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards to the system allocator unchanged; the counter is a
-// const-initialised thread-local `Cell` with no destructor, so updating it neither allocates
-// nor re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCS.with(Cell::get)
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 const WARM_UP: u32 = 500;
 const CALLS: u32 = 5_000;

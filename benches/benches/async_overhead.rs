@@ -11,8 +11,7 @@
 //! Before the timings, each stack runs a while and then its heap allocations per call are
 //! counted by this binary's global allocator and written beside criterion's output
 //! (`allocations.txt`), for the summary.
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+use resilix_testkit::alloc::{CountingAllocator, allocations};
 use std::future::{Ready, ready};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -41,45 +40,8 @@ use common::Stamp;
 
 // ---- allocation counting -------------------------------------------------------------------
 
-/// Counts this thread's allocations; frees are not counted (a call that allocates and frees
-/// still allocated).
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: every method forwards to the system allocator unchanged; the counter is a
-// const-initialised thread-local `Cell` with no destructor, so touching it cannot allocate or
-// re-enter the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCS.with(Cell::get)
-}
+static GLOBAL: CountingAllocator = CountingAllocator;
 
 // ---- the stacks ----------------------------------------------------------------------------
 

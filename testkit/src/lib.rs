@@ -14,6 +14,8 @@
 //! [`cancel_during_retry_sleep`], [`fallback`]; bounded waiting: [`limiter_queue_zone`],
 //! [`served_order`].
 
+pub mod alloc;
+
 use core::future::Future;
 use core::pin::pin;
 use core::task::Poll;
