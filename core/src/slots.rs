@@ -44,14 +44,15 @@ impl Slots {
         }
     }
 
-    /// Gives one slot back. Saturates at zero so a logic error elsewhere can never wrap the
-    /// count to four billion and lock the policy shut.
+    /// Gives one slot back. Never leaves the count wrapped below zero, so a logic error
+    /// elsewhere can never lock the policy shut with a count of four billion.
     pub(crate) fn release(&self) {
-        let _ = self
-            .held
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |h| {
-                Some(h.saturating_sub(1))
-            });
+        // One locked subtract, not a compare-and-swap loop that retries under contention. A
+        // release with nothing held (a logic error elsewhere) would wrap: it is undone at once,
+        // and until then acquires see a full counter and refuse, which errs on the safe side.
+        if self.held.fetch_sub(1, Ordering::AcqRel) == 0 {
+            self.held.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     /// How many slots are held now (a snapshot).

@@ -79,6 +79,9 @@ pub(crate) const fn average(sum_us: u32, samples: u32) -> Option<Rtt> {
     }
 }
 
+/// Below this, a sum plus a sample cannot wrap a `u32`.
+const FAST_ADD_BELOW: u32 = 1 << 31;
+
 /// The accumulating window, in atomics.
 #[derive(Debug)]
 pub(crate) struct SampleWindow {
@@ -109,19 +112,34 @@ impl SampleWindow {
 
     /// Adds one latency sample.
     pub(crate) fn add_latency(&self, micros: u32, in_flight: u32) {
-        let _ = self
-            .rtt_sum_us
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
-                Some(s.saturating_add(micros))
-            });
+        // One locked add, not a compare-and-swap loop that retries under contention: while both
+        // the sum and the sample are below 2^31 the add cannot wrap (a window closes as soon as
+        // its sum passes 2^31 µs). Above that, the saturating loop.
+        if micros < FAST_ADD_BELOW && self.rtt_sum_us.load(Ordering::Relaxed) < FAST_ADD_BELOW {
+            self.rtt_sum_us.fetch_add(micros, Ordering::Relaxed);
+        } else {
+            let _ = self
+                .rtt_sum_us
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                    Some(s.saturating_add(micros))
+                });
+        }
         self.samples.fetch_add(1, Ordering::Relaxed);
-        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        self.note_in_flight(in_flight);
     }
 
     /// Adds one drop.
     pub(crate) fn add_drop(&self, in_flight: u32) {
         self.drops.fetch_add(1, Ordering::Relaxed);
-        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        self.note_in_flight(in_flight);
+    }
+
+    /// Raises the window's peak in-flight count. Most settles are not a new peak, so a plain
+    /// load spares the cache line a read-modify-write.
+    fn note_in_flight(&self, in_flight: u32) {
+        if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
+            self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        }
     }
 
     fn ready(&self, now: u32, elapsed: impl Fn(u32, u32) -> u32, min_outcomes: u32) -> bool {
