@@ -205,61 +205,24 @@ pub fn run(ctx: &Ctx) -> Section {
     } else {
         vec![1.5, 3.0, 5.0, 10.0, 15.0]
     };
-    let mut t = Table::new(
-        "overload-sweep",
-        "Local rejection rate vs overload factor R/C, K = 2: measured vs analytic",
-        &["R/C", "semantics", "measured", "analytic", "result"],
-    );
-    let mut chart = Vec::new();
-    for local in [LocalRejections::CountAsRequests, LocalRejections::Ignore] {
-        let (mut ours, mut theirs) = (vec![], vec![]);
-        for &f in &factors {
+    sweep(
+        &mut s,
+        Sweep {
+            name: "overload-sweep",
+            caption: "Local rejection rate vs overload factor R/C, K = 2: measured vs analytic",
+            x_header: "R/C",
+            chart_title: "Throttler rejection rate vs overload (K=2)",
+            x_label: "offered load ÷ capacity",
+        },
+        &factors,
+        |local, f| {
             let w = workload(ctx, 100, f * c / 100.0);
             let up = Capacity::new(WORKERS, Duration::from_millis(SERVICE_MS), QUEUE);
             let (o, _) = simulate(ctx, w, config(2.0, local), up, 1);
             let p = o.steady.refused as f64 / o.steady.calls as f64;
-            let a = analytic_overload(local, 2.0, f);
-            let ok = within(p, a);
-            t.row(vec![
-                fmt_num(f),
-                semantics(local).into(),
-                fmt_num(p),
-                fmt_num(a),
-                if ok { "PASS" } else { "FAIL" }.into(),
-            ]);
-            s.checks.push(Check::new(
-                "S1",
-                &format!("{}: rejection rate at R/C={f}", semantics(local)),
-                fmt_num(p),
-                fmt_num(a),
-                "±5% / ±0.01".into(),
-                ok,
-            ));
-            ours.push((f, p));
-            theirs.push((f, a));
-        }
-        chart.push(Series {
-            name: format!("{} measured", short(local)),
-            points: ours,
-            dashed: false,
-        });
-        chart.push(Series {
-            name: format!("{} analytic", short(local)),
-            points: theirs,
-            dashed: true,
-        });
-    }
-    s.tables.push(t);
-    s.charts.push((
-        "overload-sweep".into(),
-        Chart {
-            title: "Throttler rejection rate vs overload (K=2)".into(),
-            x_label: "offered load ÷ capacity".into(),
-            y_label: "local rejection rate".into(),
-            series: chart,
-            log_y: false,
+            (p, analytic_overload(local, 2.0, f))
         },
-    ));
+    );
 
     // Sweep of failure rates (spec §10).
     let fs: Vec<f64> = if ctx.quick {
@@ -267,15 +230,17 @@ pub fn run(ctx: &Ctx) -> Section {
     } else {
         vec![0.1, 0.3, 0.4, 0.7, 0.8, 0.9]
     };
-    let mut t = Table::new(
-        "failure-sweep",
-        "Local rejection rate vs independent failure rate f, K = 2: measured vs analytic",
-        &["f", "semantics", "measured", "analytic", "result"],
-    );
-    let mut chart = Vec::new();
-    for local in [LocalRejections::CountAsRequests, LocalRejections::Ignore] {
-        let (mut ours, mut theirs) = (vec![], vec![]);
-        for &f in &fs {
+    sweep(
+        &mut s,
+        Sweep {
+            name: "failure-sweep",
+            caption: "Local rejection rate vs independent failure rate f, K = 2: measured vs analytic",
+            x_header: "f",
+            chart_title: "Throttler rejection rate vs upstream failure rate (K=2)",
+            x_label: "failure rate f",
+        },
+        &fs,
+        |local, f| {
             let w = workload(ctx, 20, 10.0);
             let up = Flaky {
                 p: f,
@@ -284,48 +249,9 @@ pub fn run(ctx: &Ctx) -> Section {
             };
             let (o, _) = simulate(ctx, w, config(2.0, local), up, 2);
             let p = o.steady.refused as f64 / o.steady.calls as f64;
-            let a = analytic_failure(local, 2.0, f);
-            let ok = within(p, a);
-            t.row(vec![
-                fmt_num(f),
-                semantics(local).into(),
-                fmt_num(p),
-                fmt_num(a),
-                if ok { "PASS" } else { "FAIL" }.into(),
-            ]);
-            s.checks.push(Check::new(
-                "S1",
-                &format!("{}: rejection rate at f={f}", semantics(local)),
-                fmt_num(p),
-                fmt_num(a),
-                "±5% / ±0.01".into(),
-                ok,
-            ));
-            ours.push((f, p));
-            theirs.push((f, a));
-        }
-        chart.push(Series {
-            name: format!("{} measured", short(local)),
-            points: ours,
-            dashed: false,
-        });
-        chart.push(Series {
-            name: format!("{} analytic", short(local)),
-            points: theirs,
-            dashed: true,
-        });
-    }
-    s.tables.push(t);
-    s.charts.push((
-        "failure-sweep".into(),
-        Chart {
-            title: "Throttler rejection rate vs upstream failure rate (K=2)".into(),
-            x_label: "failure rate f".into(),
-            y_label: "local rejection rate".into(),
-            series: chart,
-            log_y: false,
+            (p, analytic_failure(local, 2.0, f))
         },
-    ));
+    );
     s.notes.push(
         "K = 1.1 is checked with the rejection cap at 0.99: the SRE formula has none, and the \
          SRE equilibrium P = 1 − 1.1/10 = 0.89 sits just under our default cap of 0.9, so noise \
@@ -345,6 +271,87 @@ pub fn run(ctx: &Ctx) -> Section {
     );
     s.seconds = started.elapsed().as_secs_f64();
     s
+}
+
+/// How a sweep is labelled in its table, checks and chart.
+struct Sweep {
+    name: &'static str,
+    caption: &'static str,
+    /// The swept quantity, in the table header and the check names.
+    x_header: &'static str,
+    chart_title: &'static str,
+    x_label: &'static str,
+}
+
+/// Runs `measure(semantics, x)` → (measured, analytic) for both local-rejection semantics at
+/// every `x`, and records one table row, one check and two chart series per semantics.
+fn sweep(
+    s: &mut Section,
+    labels: Sweep,
+    xs: &[f64],
+    measure: impl Fn(LocalRejections, f64) -> (f64, f64),
+) {
+    let mut t = Table::new(
+        labels.name,
+        labels.caption,
+        &[
+            labels.x_header,
+            "semantics",
+            "measured",
+            "analytic",
+            "result",
+        ],
+    );
+    let mut chart = Vec::new();
+    for local in [LocalRejections::CountAsRequests, LocalRejections::Ignore] {
+        let (mut ours, mut theirs) = (vec![], vec![]);
+        for &x in xs {
+            let (p, a) = measure(local, x);
+            let ok = within(p, a);
+            t.row(vec![
+                fmt_num(x),
+                semantics(local).into(),
+                fmt_num(p),
+                fmt_num(a),
+                if ok { "PASS" } else { "FAIL" }.into(),
+            ]);
+            s.checks.push(Check::new(
+                "S1",
+                &format!(
+                    "{}: rejection rate at {}={x}",
+                    semantics(local),
+                    labels.x_header
+                ),
+                fmt_num(p),
+                fmt_num(a),
+                "±5% / ±0.01".into(),
+                ok,
+            ));
+            ours.push((x, p));
+            theirs.push((x, a));
+        }
+        chart.push(Series {
+            name: format!("{} measured", short(local)),
+            points: ours,
+            dashed: false,
+        });
+        chart.push(Series {
+            name: format!("{} analytic", short(local)),
+            points: theirs,
+            dashed: true,
+        });
+    }
+    s.tables.push(t);
+    s.charts.push((
+        labels.name.into(),
+        Chart {
+            title: labels.chart_title.into(),
+            x_label: labels.x_label.into(),
+            y_label: "local rejection rate".into(),
+            series: chart,
+            log_y: false,
+        },
+    ));
 }
 
 fn short(local: LocalRejections) -> &'static str {
