@@ -56,6 +56,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 mod clock;
 
 pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};

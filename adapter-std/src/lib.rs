@@ -21,6 +21,7 @@
 //! ```
 
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 mod fallback;
 mod lock;
 mod seed;

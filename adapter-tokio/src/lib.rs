@@ -67,6 +67,7 @@
 // The only unsafe code in the project is the tower future's self-borrow (tower.rs), allowed
 // there and argued at each site; everything else is held to deny.
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 mod clock;
 mod statics;
 
