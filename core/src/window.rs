@@ -18,14 +18,27 @@
 //! may see a counter of a bucket before its companion (calls before failures). Statistical
 //! windows may be approximate (DESIGN.md §4); nothing that must be exact lives here.
 //!
+//! Period numbers are stored in 32-bit words, each beside its own [`Era`] (see `time::era`), and
+//! widened back to full 64-bit period numbers before any comparison: a bucket last written any
+//! number of circles (2^32 periods) ago reads as old, never as current, so no idle gap of any
+//! length changes what the window counts. The hot path pays one more load (the bucket's era)
+//! and widens only when the era differs from `now`'s. Buckets are at least 4 ns long, so the
+//! era protocol keeps its slack.
+//!
 //! Time going backwards re-claims the bucket for the earlier period (the later buckets become
-//! invisible until time catches up); sequence numbers are 32-bit and wrap after 2^32 bucket
-//! periods (136 years of one-second buckets).
+//! invisible until time catches up).
 
 use core::time::Duration;
 
 use crate::sync::{AtomicU32, Ordering};
+use crate::time::era::{Era, EraSeen, widen};
 use crate::time::{Instant, duration_as_nanos_saturating};
+
+/// Period numbers are stored in full 32-bit words.
+const PERIOD_BITS: u32 = 32;
+
+/// The shortest bucket: 4 ns, so a period number's era fits in a `u32` (see `time::era`).
+const MIN_BUCKET_NANOS: u64 = 4;
 
 /// Below this, a counter and a delta are added with a plain `fetch_add`: two values under
 /// 2^31 cannot wrap, and neither can the adds racing this one unless together they add
@@ -41,14 +54,17 @@ pub(crate) struct TimeWindow<const B: usize, const C: usize> {
 
 #[derive(Debug)]
 struct Bucket<const C: usize> {
+    /// The low 32 bits of the period this bucket counts.
     period: AtomicU32,
+    /// The era of `period` (see `time::era`): raised before a claim publishes a new period.
+    era: Era,
     counts: [AtomicU32; C],
 }
 
 impl<const C: usize> Bucket<C> {
     crate::sync::const_fn_unless_loom! {
         fn new() -> Self {
-            Bucket { period: AtomicU32::new(0), counts: zeroed_counters() }
+            Bucket { period: AtomicU32::new(0), era: Era::new(), counts: zeroed_counters() }
         }
     }
 }
@@ -76,15 +92,15 @@ fn new_buckets<const B: usize, const C: usize>() -> [Bucket<C>; B] {
 #[allow(dead_code)] // each policy uses the part it needs
 impl<const B: usize, const C: usize> TimeWindow<B, C> {
     crate::sync::const_fn_unless_loom! {
-        /// A window `window` long. Each bucket is `window / B`, rounded up, and at least 1 ns.
+        /// A window `window` long. Each bucket is `window / B`, rounded up, and at least 4 ns.
         /// `B` must be at least 1 (checked by the policies' config validation; a zero here is
         /// treated as one bucket-less window that always reads zero).
         pub(crate) fn new(window: Duration) -> Self {
             let nanos = duration_as_nanos_saturating(window);
             let b = if B == 0 { 1 } else { B as u64 };
             let mut bucket_nanos = nanos.div_ceil(b);
-            if bucket_nanos == 0 {
-                bucket_nanos = 1;
+            if bucket_nanos < MIN_BUCKET_NANOS {
+                bucket_nanos = MIN_BUCKET_NANOS;
             }
             TimeWindow {
                 bucket_nanos,
@@ -98,26 +114,46 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         Duration::from_nanos(self.bucket_nanos)
     }
 
+    /// The full period number of `now`.
     #[inline]
-    fn period(&self, now: Instant) -> u32 {
-        (now.as_nanos() / self.bucket_nanos) as u32
+    fn period(&self, now: Instant) -> u64 {
+        now.as_nanos() / self.bucket_nanos
     }
 
-    /// The bucket for `now`, claimed for its period: if it still holds an older period, the
+    /// The full period number `bucket` counts, from its stored low bits and era.
+    #[inline]
+    fn stored_period(bucket: &Bucket<C>, now_period: u64) -> (u32, EraSeen, u64) {
+        let low = bucket.period.load(Ordering::Acquire);
+        let seen = bucket.era.read();
+        // Shortcut: in `now`'s own era, equal low bits are `now`'s period.
+        let full = if seen.is_era_of(now_period, PERIOD_BITS) && low == now_period as u32 {
+            now_period
+        } else {
+            widen(low, PERIOD_BITS, seen, 0)
+        };
+        (low, seen, full)
+    }
+
+    /// The bucket for `now`, claimed for its period: if it still holds another period, the
     /// thread that wins the compare-and-swap on its period number zeroes it first.
     #[inline]
     fn claim(&self, now: Instant) -> &Bucket<C> {
         let period = self.period(now);
-        let bucket = &self.buckets[period as usize % B];
-        let seen = bucket.period.load(Ordering::Acquire);
-        if seen != period
-            && bucket
+        let bucket = &self.buckets[(period % B as u64) as usize];
+        let (low, seen, full) = Self::stored_period(bucket, period);
+        if full != period {
+            // Era first, so every reader of the new period number widens it correctly. Equal
+            // low bits (the same slot one whole circle later) make the swap a no-op that
+            // still succeeds: such a claim may zero twice, as any boundary race may.
+            bucket.era.cover(seen, period, PERIOD_BITS);
+            if bucket
                 .period
-                .compare_exchange(seen, period, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(low, period as u32, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
-        {
-            for c in &bucket.counts {
-                c.store(0, Ordering::Release);
+            {
+                for c in &bucket.counts {
+                    c.store(0, Ordering::Release);
+                }
             }
         }
         bucket
@@ -154,9 +190,9 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         }
         let current = self.period(now);
         for bucket in &self.buckets {
-            let period = bucket.period.load(Ordering::Acquire);
-            // Unsigned distance: a bucket "from the future" (time went backwards) is far away.
-            if (current.wrapping_sub(period) as usize) < B {
+            let (_, _, period) = Self::stored_period(bucket, current);
+            // A bucket "from the future" (time went backwards) is not in the window.
+            if period <= current && current - period < B as u64 {
                 for (s, c) in sums.iter_mut().zip(&bucket.counts) {
                     *s = s.saturating_add(c.load(Ordering::Acquire));
                 }
@@ -250,6 +286,29 @@ mod tests {
     }
 
     #[test]
+    fn a_bucket_whole_circles_old_is_not_current() {
+        // 1 ms buckets: the period word repeats every 2^32 ms (49.7 days). A count made at
+        // 0.5 ms must not reappear one, two or three circles later, nor after the idle gap is
+        // broken by a write to another bucket.
+        let w: TimeWindow<10, 1> = TimeWindow::new(Duration::from_millis(10));
+        w.add(Instant::from_micros(500), [7]);
+        for circles in 1..=3u64 {
+            let later = Instant::from_micros(500 + circles * (1u64 << 32) * 1_000);
+            assert_eq!(w.totals(later), [0], "{circles} circles later");
+            w.add(later + Duration::from_millis(1), [1]);
+            assert_eq!(w.totals(later + Duration::from_millis(1)), [1]);
+            w.add(later + Duration::from_millis(20), [0]);
+            assert_eq!(w.totals(later + Duration::from_millis(20)), [0]);
+        }
+        // The same slot one circle later is claimed and zeroed, not added to.
+        let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_millis(4));
+        w.add(Instant::ZERO, [5]);
+        let circle = Instant::from_millis(1u64 << 32);
+        w.add(circle, [1]);
+        assert_eq!(w.totals(circle), [1]);
+    }
+
+    #[test]
     fn time_backwards_hides_future_buckets_and_never_panics() {
         let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_secs(4));
         w.add(Instant::from_secs(10), [3]);
@@ -264,9 +323,9 @@ mod tests {
     }
 
     #[test]
-    fn tiny_windows_have_one_nanosecond_buckets() {
+    fn tiny_windows_have_four_nanosecond_buckets() {
         let w: TimeWindow<8, 1> = TimeWindow::new(Duration::ZERO);
-        assert_eq!(w.bucket_length(), Duration::from_nanos(1));
+        assert_eq!(w.bucket_length(), Duration::from_nanos(4));
         w.clear();
         assert_eq!(w.totals(Instant::ZERO), [0]);
     }

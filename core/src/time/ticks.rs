@@ -3,26 +3,29 @@
 //!
 //! A tick word is the low 32 bits of `nanos >> shift`. Each policy chooses the shift from the
 //! longest span it must measure ([`TickScale::covering`]), so its resolution is as fine as that
-//! span allows. Differences are taken with wrapping arithmetic and read as *unsigned* elapsed
-//! time. Two consequences, both bounded and documented on each policy:
+//! span allows, and never finer than 4 ns ([`MIN_SHIFT`]), so that a 32-bit word's era fits
+//! in a `u32` for the whole timeline and its circle (2^32 ticks) is at least 17.2 s.
 //!
-//! * Time going backwards makes `elapsed` huge, so an "has enough time passed?" question answers
-//!   yes early. It never answers no forever.
-//! * A jump of more than 2^32 ticks aliases: `elapsed` reads as the true value modulo 2^32. A
-//!   question "has `span` passed?" may then answer no for at most `span` more real time, never
-//!   longer, because `covering` keeps `span` below 2^31 ticks.
+//! A stored tick word is never compared with `now` modulo 2^32: a word kept with an
+//! [`Era`](super::era::Era) is widened back to its full count (`era::widen`) and compared with
+//! [`TickScale::wide`] in 64-bit arithmetic, so no idle gap of any length changes a decision
+//! (see `time::era`). [`TickScale::elapsed`] (wrapping) remains only for spans that
+//! are known to be shorter than a circle, such as two instants of one call.
 //!
 //! ```text
-//! shift  tick        2^31 ticks (longest span)
-//!   0    1 ns        2.1 s
-//!  10    1.02 µs     36 min
-//!  20    1.05 ms     26 days
-//!  30    1.07 s      73 years
+//! shift  tick        circle (2^32 ticks)
+//!   2    4 ns        17.2 s
+//!  10    1.02 µs     73 min
+//!  20    1.05 ms     52 days
+//!  30    1.07 s      146 years
 //! ```
 
 use core::time::Duration;
 
 use super::{Instant, duration_as_nanos_saturating};
+
+/// The finest tick: 4 ns, so the era of a 32-bit tick word fits in a `u32` (see `time::era`).
+pub(crate) const MIN_SHIFT: u8 = 2;
 
 /// How an [`Instant`] maps to a 32-bit tick word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,10 +36,10 @@ pub(crate) struct TickScale {
 
 #[allow(dead_code)] // each policy uses the part it needs
 impl TickScale {
-    /// The finest scale on which `span` is less than 2^31 ticks.
+    /// The finest scale (at least [`MIN_SHIFT`]) on which `span` is less than 2^31 ticks.
     pub(crate) const fn covering(span: Duration) -> TickScale {
         let nanos = duration_as_nanos_saturating(span);
-        let mut shift = 0u8;
+        let mut shift = MIN_SHIFT;
         while shift < 63 && (nanos >> shift) >= (1u64 << 31) {
             shift += 1;
         }
@@ -48,6 +51,21 @@ impl TickScale {
     pub(crate) const fn from_shift(shift: u8) -> TickScale {
         TickScale {
             shift: if shift > 63 { 63 } else { shift },
+        }
+    }
+
+    /// The full tick count of `now`, not cut to a word.
+    #[inline]
+    pub(crate) const fn wide(self, now: Instant) -> u64 {
+        now.as_nanos() >> self.shift
+    }
+
+    /// The instant at the start of full tick count `ticks` (saturating).
+    pub(crate) const fn instant_at(self, ticks: u64) -> Instant {
+        if ticks > (u64::MAX >> self.shift) {
+            Instant::MAX
+        } else {
+            Instant::from_nanos(ticks << self.shift)
         }
     }
 
@@ -100,7 +118,7 @@ mod tests {
 
     #[test]
     fn covering_picks_the_finest_scale_that_fits() {
-        assert_eq!(TickScale::covering(Duration::from_secs(1)).shift, 0);
+        assert_eq!(TickScale::covering(Duration::from_secs(1)).shift, MIN_SHIFT);
         let s = TickScale::covering(Duration::from_secs(60));
         assert!(s.ticks_in(Duration::from_secs(60)) < 1 << 31);
         assert!(TickScale { shift: s.shift - 1 }.ticks_in(Duration::from_secs(60)) >= 1 << 31);
@@ -111,8 +129,20 @@ mod tests {
     }
 
     #[test]
+    fn wide_ticks_and_instants_round_trip() {
+        let s = TickScale::covering(Duration::from_secs(5));
+        let t = Instant::from_secs(1);
+        assert_eq!(
+            s.instant_at(s.wide(t)),
+            Instant::from_nanos(s.wide(t) << s.shift())
+        );
+        assert_eq!(s.ticks(t), s.wide(t) as u32);
+        assert_eq!(TickScale::from_shift(10).instant_at(u64::MAX), Instant::MAX);
+    }
+
+    #[test]
     fn elapsed_wraps_across_the_tick_word_boundary() {
-        let s = TickScale::covering(Duration::from_secs(1));
+        let s = TickScale::from_shift(0);
         let before = Instant::from_nanos(u32::MAX as u64 - 5);
         let after = Instant::from_nanos(u32::MAX as u64 + 10);
         assert_eq!(s.elapsed(s.ticks(before), s.ticks(after)), 15);
