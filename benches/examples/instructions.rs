@@ -17,6 +17,7 @@ use resilix::Verdict;
 use resilix::breaker::{Breaker, CallRing, Config};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::SeededRandom;
+use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 
 /// The same operation as benches/breaker.rs: a closed breaker admits, the call succeeds.
@@ -61,9 +62,27 @@ fn main() {
                 black_box(black_box(&r).call(|| Ok::<(), ()>(())).is_ok());
             }
         }
+        "rate-limit-allowed" => {
+            // As benches/rate_limit.rs: 1,000/s, time moving one emission interval per call.
+            let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))).unwrap();
+            for i in 0..n {
+                let now = Instant::from_nanos(1_000_000_000 + i * 1_000_000);
+                black_box(black_box(&limiter).try_acquire(now).is_ok());
+            }
+        }
+        "rate-limit-refused" => {
+            let limiter =
+                RateLimiter::new(RateLimitConfig::new(Rate::per_second(1)).with_burst(1)).unwrap();
+            let frozen = Instant::from_nanos(1_000_000_000);
+            limiter.try_acquire(frozen).unwrap();
+            for _ in 0..n {
+                black_box(black_box(&limiter).try_acquire(black_box(frozen)).is_err());
+            }
+        }
         other => {
             eprintln!(
-                "unknown subject {other:?}: breaker-closed, breaker-closed-count, recloser-closed"
+                "unknown subject {other:?}: breaker-closed, breaker-closed-count, recloser-closed, \
+                 rate-limit-allowed, rate-limit-refused"
             );
             std::process::exit(2);
         }

@@ -31,7 +31,7 @@
 use core::time::Duration;
 
 use crate::sync::{AtomicU32, Ordering};
-use crate::time::era::{Era, EraSeen, widen};
+use crate::time::era::{Era, widen};
 use crate::time::{Instant, duration_as_nanos_saturating};
 
 /// Period numbers are stored in full 32-bit words.
@@ -122,16 +122,9 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
 
     /// The full period number `bucket` counts, from its stored low bits and era.
     #[inline]
-    fn stored_period(bucket: &Bucket<C>, now_period: u64) -> (u32, EraSeen, u64) {
+    fn stored_period(bucket: &Bucket<C>) -> u64 {
         let low = bucket.period.load(Ordering::Acquire);
-        let seen = bucket.era.read();
-        // Shortcut: in `now`'s own era, equal low bits are `now`'s period.
-        let full = if seen.is_era_of(now_period, PERIOD_BITS) && low == now_period as u32 {
-            now_period
-        } else {
-            widen(low, PERIOD_BITS, seen, 0)
-        };
-        (low, seen, full)
+        widen(low, PERIOD_BITS, bucket.era.read(), 0)
     }
 
     /// The bucket for `now`, claimed for its period: if it still holds another period, the
@@ -140,23 +133,35 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
     fn claim(&self, now: Instant) -> &Bucket<C> {
         let period = self.period(now);
         let bucket = &self.buckets[(period % B as u64) as usize];
-        let (low, seen, full) = Self::stored_period(bucket, period);
-        if full != period {
-            // Era first, so every reader of the new period number widens it correctly. Equal
-            // low bits (the same slot one whole circle later) make the swap a no-op that
-            // still succeeds: such a claim may zero twice, as any boundary race may.
-            bucket.era.cover(seen, period, PERIOD_BITS);
-            if bucket
-                .period
-                .compare_exchange(low, period as u32, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                for c in &bucket.counts {
-                    c.store(0, Ordering::Release);
-                }
-            }
+        let low = bucket.period.load(Ordering::Acquire);
+        // The hot path: the bucket already counts this period (equal low bits, in `now`'s own
+        // era, cannot be another period: see `time::era`).
+        if low != period as u32 || !bucket.era.read().is_era_of(period, PERIOD_BITS) {
+            Self::claim_slow(bucket, period, low);
         }
         bucket
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn claim_slow(bucket: &Bucket<C>, period: u64, low: u32) {
+        let seen = bucket.era.read();
+        if widen(low, PERIOD_BITS, seen, 0) == period {
+            return; // this period, claimed in an earlier era of its own
+        }
+        // Era first, so every reader of the new period number widens it correctly. Equal low
+        // bits (the same slot one whole circle later) make the swap a no-op that still
+        // succeeds: such a claim may zero twice, as any boundary race may.
+        bucket.era.cover(seen, period, PERIOD_BITS);
+        if bucket
+            .period
+            .compare_exchange(low, period as u32, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            for c in &bucket.counts {
+                c.store(0, Ordering::Release);
+            }
+        }
     }
 
     /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
@@ -190,7 +195,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         }
         let current = self.period(now);
         for bucket in &self.buckets {
-            let (_, _, period) = Self::stored_period(bucket, current);
+            let period = Self::stored_period(bucket);
             // A bucket "from the future" (time went backwards) is not in the window.
             if period <= current && current - period < B as u64 {
                 for (s, c) in sums.iter_mut().zip(&bucket.counts) {

@@ -117,7 +117,10 @@ impl EraSeen {
     /// `now`'s low bits is `now`'s own count (the hot path's shortcut: no widening needed).
     #[inline]
     pub(crate) const fn is_era_of(self, now: u64, bits: u32) -> bool {
-        self.0 == era_of(now, bits)
+        // Truncating, not saturating (one instruction less on the hot path): exact for every
+        // count below 2^(30 + bits), which is every count of a word whose unit is at least
+        // 4 ns (32 bits) or 8 ns (31 bits), the only words this module serves.
+        self.0 == (now >> (bits - 2)) as u32
     }
 
     /// The last count of this era for a word of `bits` bits.
