@@ -24,6 +24,8 @@ EXPERIMENTS (default: all)
   quota     gRPC A6 and AWS SDK retry token counts
   e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
+  long-timeline  a week of diurnal traffic (quiet nights, bursts, an outage) through every
+            policy beside its reference model; --quick: one day
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -55,8 +57,15 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 7] = [
-    "aws", "sre", "throttle", "brooker", "quota", "e2e", "little",
+pub const EXPERIMENTS: [&str; 8] = [
+    "aws",
+    "sre",
+    "throttle",
+    "brooker",
+    "quota",
+    "e2e",
+    "little",
+    "long-timeline",
 ];
 
 pub enum Command {
