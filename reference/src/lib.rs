@@ -30,4 +30,4 @@ pub mod twin;
 
 pub use timeline::{Gaps, Timeline};
 pub use traffic::Scenario;
-pub use twin::{Mismatch, Report, Twin, drive, drive_scenario};
+pub use twin::{Mismatch, Report, Twin, drive, drive_scenario, drive_scenario_with};

@@ -9,7 +9,8 @@
 //!   cron job, one user awake), so the upstream goes minutes to hours without a call; dawn
 //!   (05:00–07:00) and late evening (22:00–24:00) thin out to a call every minute or so. An
 //!   idle day (the week's Saturday) has no call at all, so the week holds a gap of more than a
-//!   day — longer than a 32-bit word of 16 ns ticks (19.09 h), and every shorter circle.
+//!   day: longer than the 19.55 h circle of a 10/s rate limiter's tick word (issue 13), and
+//!   than every circle of 4 ns to 1 µs ticks (17.2 s to 71.6 min).
 //! * **Daytime load** follows a diurnal curve ([`DIURNAL`]: a morning ramp, a lunchtime dip,
 //!   the afternoon peak), as a Poisson process whose rate is constant over each second.
 //! * **Bursts**: a few per day between 08:00 and 20:00, 20 s to 2 min at 10–40× the current
@@ -24,7 +25,8 @@
 //!   cancelled by their caller, and 1% of successes are slow.
 //!
 //! Everything is drawn from the scenario's seed alone: the same seed gives the same calls, to
-//! the nanosecond. [`Scenario::calls`] generates them lazily, in arrival order, so a week (about
+//! the nanosecond, on a given platform (the exponential draws use `f64::ln`, whose last bit
+//! may differ between platforms' math libraries, moving a rare arrival by a nanosecond). [`Scenario::calls`] generates them lazily, in arrival order, so a week (about
 //! a million calls) never sits in memory; [`crate::twin::drive_scenario`] runs any
 //! [`crate::Twin`] on them.
 //!

@@ -11,7 +11,7 @@ use resilix::verdict::Verdict;
 use std::collections::BTreeMap;
 
 use crate::timeline::Timeline;
-use crate::traffic::Scenario;
+use crate::traffic::{Call, Scenario};
 
 /// What a policy (or its model) decided for one arriving call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,6 +218,18 @@ pub fn drive_scenario<T: Twin + ?Sized>(
     scenario: &Scenario,
     rng: &mut dyn Random,
 ) -> Result<Report, Mismatch> {
+    drive_scenario_with(twin, scenario, rng, |_, _| {})
+}
+
+/// [`drive_scenario`], telling `decided` each call and the decision both sides made on it
+/// (to count refusals by [`Phase`](crate::traffic::Phase): a refusal at night, after an idle
+/// stretch, is the kind issue 13 is about).
+pub fn drive_scenario_with<T: Twin + ?Sized>(
+    twin: &mut T,
+    scenario: &Scenario,
+    rng: &mut dyn Random,
+    mut decided: impl FnMut(&Call, Decision),
+) -> Result<Report, Mismatch> {
     let mut report = Report::default();
     // Pending ends by (instant, call number): a priority queue with stable ties.
     let mut ends: BTreeMap<(Instant, u64), Option<Verdict>> = BTreeMap::new();
@@ -249,7 +261,9 @@ pub fn drive_scenario<T: Twin + ?Sized>(
             report.ended += 1;
         } else {
             let call = calls.next().expect("a call is next");
-            match twin.arrive(now, rng).map_err(fail)? {
+            let decision = twin.arrive(now, rng).map_err(fail)?;
+            decided(&call, decision);
+            match decision {
                 Decision::Admitted => {
                     report.admitted += 1;
                     open.push(number);

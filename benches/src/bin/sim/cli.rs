@@ -24,7 +24,8 @@ EXPERIMENTS (default: all)
   quota     gRPC A6 and AWS SDK retry token counts
   e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
-  long-timeline  a week of diurnal traffic (quiet nights, bursts, an outage) through every
+  long-timeline
+            a week of diurnal traffic (quiet nights, bursts, an outage) through every
             policy beside its reference model; --quick: one day
 
 OPTIONS
@@ -37,8 +38,8 @@ OPTIONS
 sim run OPTIONS (defaults in brackets). Every seed runs on freshly built policies. An unknown
 value, or a flag the chosen model or setting does not use, is refused (--model occ takes only
 --clients, --net, --strategy, --base, --cap, --attempts and the run flags; --capacity is for
---model capacity, --failure for --model flaky; --ratio needs --budget ratio; --k needs a
---throttler; --base and --cap need a --strategy other than none).
+--model capacity, --failure for --model flaky; --ratio needs --budget ratio; --k needs
+--throttler sre or failsafe; --base and --cap need a --strategy other than none).
   --model M        flaky | capacity | occ [flaky]
   --clients N      [100]            --rate R       calls/s per client [10]
   --client K       open | serial | periodic [open]

@@ -8,27 +8,34 @@
 //! The policies are a list of named runners ([`runners`]): one line per twin that exists in
 //! `resilix_reference`. A twin added there joins the experiment with one more line.
 
-use std::time::Instant as WallClock;
+use std::time::{Duration, Instant as WallClock};
 
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
 use resilix_reference::bulkhead::BulkheadTwin;
-use resilix_reference::traffic::{Phase, Scenario};
-use resilix_reference::{Mismatch, Report, drive_scenario};
+use resilix_reference::traffic::{Call, Phase, Scenario};
+use resilix_reference::twin::Decision;
+use resilix_reference::{Mismatch, Report, drive_scenario_with};
 
 use super::Ctx;
 use crate::report::{Check, Section, Table, fmt_num};
 
-/// Runs one policy's twin through a scenario, with the policies' randomness.
-pub type Run = fn(&Scenario, &mut SeededRandom) -> Result<Report, Mismatch>;
+/// Runs one policy's twin through a scenario, with the policies' randomness, telling the
+/// callback each call and its decision.
+pub type Run =
+    fn(&Scenario, &mut SeededRandom, &mut dyn FnMut(&Call, Decision)) -> Result<Report, Mismatch>;
 
 /// The policies' twins, by name. A twin keeps its real policy on the stack of its run, so
 /// each run starts from a fresh policy.
 pub fn runners() -> Vec<(&'static str, Run)> {
-    fn bulkhead<const CAP: u32>(s: &Scenario, rng: &mut SeededRandom) -> Result<Report, Mismatch> {
+    fn bulkhead<const CAP: u32>(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
         let real = Bulkhead::new(BulkheadConfig::new(CAP).expect("a cap above zero"));
-        drive_scenario(&mut BulkheadTwin::new(&real), s, rng)
+        drive_scenario_with(&mut BulkheadTwin::new(&real), s, rng, decided)
     }
     vec![
         // The cap the outage's hung calls overrun, and the default (25, resilience4j's).
@@ -73,7 +80,7 @@ fn scenarios(ctx: &Ctx) -> Vec<(String, Scenario)> {
 
 fn hours_table(s: &Scenario) -> Table {
     let mut t = Table::new(
-        "long_timeline_hours",
+        "hours",
         &format!(
             "Calls per hour (seed {}): arrivals, failing verdicts, longest idle stretch",
             s.seed()
@@ -113,7 +120,7 @@ fn section(ctx: &Ctx, runners: &[(&'static str, Run)]) -> Section {
     );
     let scenarios = scenarios(ctx);
     let mut shape = Table::new(
-        "long_timeline_scenarios",
+        "scenarios",
         "Scenarios",
         &[
             "scenario",
@@ -127,7 +134,7 @@ fn section(ctx: &Ctx, runners: &[(&'static str, Run)]) -> Section {
     for (name, sc) in &scenarios {
         let (mut calls, mut night, mut burst, mut outage) = (0u64, 0u64, 0u64, 0u64);
         let mut last = sc.start();
-        let mut gap = std::time::Duration::ZERO;
+        let mut gap = Duration::ZERO;
         for c in sc.calls() {
             calls += 1;
             match c.phase {
@@ -165,17 +172,48 @@ fn section(ctx: &Ctx, runners: &[(&'static str, Run)]) -> Section {
     }
 
     let mut results = Table::new(
-        "long_timeline_runs",
+        "runs",
         "Every policy's twin through every scenario",
         &[
-            "policy", "scenario", "steps", "admitted", "refused", "ended", "ms", "result",
+            "policy",
+            "scenario",
+            "steps",
+            "admitted",
+            "refused",
+            "at night",
+            "in bursts",
+            "in the outage",
+            "after 10 min idle",
+            "ended",
+            "ms",
+            "result",
         ],
     );
     for &(policy, run) in runners {
         for (i, (name, sc)) in scenarios.iter().enumerate() {
             let mut rng = SeededRandom::new(ctx.master ^ ((i as u64) << 32));
             let t0 = WallClock::now();
-            let outcome = run(sc, &mut rng);
+            // Refusals by phase, and of first calls after 10 minutes without one: the
+            // refusals an idle gap would cause if it aliased (the model refuses them too only
+            // when the policy means to).
+            let (mut night, mut burst, mut outage, mut after_idle) = (0u64, 0u64, 0u64, 0u64);
+            let mut last: Option<Instant> = None;
+            let outcome = run(sc, &mut rng, &mut |call, decision| {
+                let idle = last.is_none_or(|l| {
+                    call.at.saturating_duration_since(l) >= Duration::from_secs(600)
+                });
+                last = Some(call.at);
+                if decision.is_admitted() {
+                    return;
+                }
+                after_idle += u64::from(idle);
+                match call.phase {
+                    Phase::Night => night += 1,
+                    Phase::Burst => burst += 1,
+                    Phase::Outage | Phase::Recovery => outage += 1,
+                    Phase::Day => {}
+                }
+            });
             let ms = t0.elapsed().as_secs_f64() * 1e3;
             let (report, verdict) = match &outcome {
                 Ok(r) => (*r, "identical".to_string()),
@@ -187,6 +225,10 @@ fn section(ctx: &Ctx, runners: &[(&'static str, Run)]) -> Section {
                 report.steps.to_string(),
                 report.admitted.to_string(),
                 report.refused.to_string(),
+                night.to_string(),
+                burst.to_string(),
+                outage.to_string(),
+                after_idle.to_string(),
                 report.ended.to_string(),
                 fmt_num(ms),
                 verdict.clone(),
@@ -220,7 +262,7 @@ mod tests {
     use resilix::verdict::Verdict;
     use resilix_reference::Twin;
     use resilix_reference::bulkhead::Model;
-    use resilix_reference::twin::{Decision, same};
+    use resilix_reference::twin::same;
 
     const QUICK: Ctx = Ctx {
         quick: true,
@@ -233,11 +275,7 @@ mod tests {
         let s = run(&QUICK);
         assert_eq!(s.checks.len(), 1 + runners().len());
         assert_eq!(s.failed(), 0);
-        let runs = s
-            .tables
-            .iter()
-            .find(|t| t.name == "long_timeline_runs")
-            .unwrap();
+        let runs = s.tables.iter().find(|t| t.name == "runs").unwrap();
         // Every run took steps, and the cap of 4 refused calls (the outage fills it).
         assert!(
             runs.rows
@@ -245,11 +283,14 @@ mod tests {
                 .all(|r| r[2].parse::<u64>().unwrap() > 100_000)
         );
         assert!(runs.rows[0][4].parse::<u64>().unwrap() > 0);
-        let hours = s
-            .tables
-            .iter()
-            .find(|t| t.name == "long_timeline_hours")
-            .unwrap();
+        // A bulkhead holds nothing after ten idle minutes (no call lasts over 2 s), so it
+        // refuses no first call after one, and none at night.
+        assert!(
+            runs.rows.iter().all(|r| r[5] == "0" && r[8] == "0"),
+            "{:?}",
+            runs.rows
+        );
+        let hours = s.tables.iter().find(|t| t.name == "hours").unwrap();
         assert_eq!(hours.rows.len(), 24);
     }
 
@@ -285,14 +326,18 @@ mod tests {
 
     #[test]
     fn a_mismatch_fails_the_check() {
-        fn wrong(s: &Scenario, rng: &mut SeededRandom) -> Result<Report, Mismatch> {
+        fn wrong(
+            s: &Scenario,
+            rng: &mut SeededRandom,
+            decided: &mut dyn FnMut(&Call, Decision),
+        ) -> Result<Report, Mismatch> {
             let real = Bulkhead::new(BulkheadConfig::new(4).unwrap());
             let mut twin = Wrong {
                 real: &real,
                 permits: Vec::new(),
                 model: Model::new(5),
             };
-            drive_scenario(&mut twin, s, rng)
+            drive_scenario_with(&mut twin, s, rng, decided)
         }
         let s = section(&QUICK, &[("wrong", wrong)]);
         let failed: Vec<&Check> = s
