@@ -271,6 +271,39 @@ mod tests {
         }
     }
 
+    /// Issue 13's report, through the command line alone (so the test runs on the base commit
+    /// too, where it fails): with a token-bucket budget that a 50%-failing upstream drains,
+    /// every seed of `sim run --seeds 6` offers the same load as the first, within noise. On
+    /// the base commit seeds 1-5 started from the drained budgets: gRPC's 1.118 fell to 1.000,
+    /// Brooker's 1.164 to 1.05.
+    #[test]
+    fn every_seed_of_a_run_offers_the_load_of_the_first() {
+        let out = std::env::temp_dir().join(format!("resilix-sim-seeds-{}", std::process::id()));
+        for budget in ["grpc", "brooker"] {
+            let args = format!(
+                "run --clients 50 --rate 20 --failure 0.5 --duration 2s --budget {budget} \
+                 --seeds 6 --out {}",
+                out.display()
+            );
+            run(&options(&args)).unwrap();
+            let csv = fs::read_to_string(out.join("run.csv")).unwrap();
+            let loads: Vec<f64> = csv
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').nth(3).unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(loads.len(), 6);
+            for (seed, load) in loads.iter().enumerate() {
+                assert!(
+                    (load / loads[0] - 1.0).abs() < 0.02,
+                    "--budget {budget}: seed {seed} offers {load}, seed 0 {}: {loads:?}",
+                    loads[0]
+                );
+            }
+        }
+        let _ = fs::remove_dir_all(&out);
+    }
+
     /// What the fix is for: the same pipelines reused for a second seed start drained, and
     /// send measurably fewer attempts than fresh ones on the same seed (so the test above
     /// compares runs that would differ if state leaked).
