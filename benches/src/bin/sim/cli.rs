@@ -191,6 +191,11 @@ pub struct RunOptions {
     pub out: PathBuf,
 }
 
+/// A duration flag's value; the error names the flag.
+fn duration(flag: &str, v: &str) -> Result<Duration, String> {
+    parse_duration(v).map_err(|e| format!("{flag}: {e}"))
+}
+
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
     v.parse().map_err(|_| format!("{flag}: cannot read {v:?}"))
 }
@@ -282,14 +287,14 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                 if p.len() != 3 {
                     return Err("--capacity wants WORKERS:SERVICE:QUEUE, e.g. 10:100ms:10".into());
                 }
-                o.capacity = (num(flag, p[0])?, parse_duration(p[1])?, num(flag, p[2])?);
+                o.capacity = (num(flag, p[0])?, duration(flag, p[1])?, num(flag, p[2])?);
             }
-            "--duration" => o.duration = parse_duration(v)?,
-            "--warmup" => o.warmup = parse_duration(v)?,
+            "--duration" => o.duration = duration(flag, v)?,
+            "--warmup" => o.warmup = duration(flag, v)?,
             "--net" => o.net = Delay::parse(v)?,
             "--strategy" => o.strategy = choose(flag, v, &STRATEGIES)?,
-            "--base" => o.base = parse_duration(v)?,
-            "--cap" => o.cap = parse_duration(v)?,
+            "--base" => o.base = duration(flag, v)?,
+            "--cap" => o.cap = duration(flag, v)?,
             "--attempts" => o.attempts = num(flag, v)?,
             "--budget" => o.budget = choose(flag, v, &BUDGETS)?,
             "--ratio" => o.ratio = num(flag, v)?,
@@ -424,6 +429,7 @@ mod tests {
                 "none, exponential, expo, full, equal, decorrelated, decorr",
             ),
             ("run --model occ --throttler bogus", "off, sre, failsafe"),
+            ("run --duration 5bogus", "us, ms, s or m"),
         ] {
             let e = refusal(s);
             assert!(e.contains("bogus") && e.contains(valid), "{s}: {e}");
