@@ -12,15 +12,22 @@
 //! over a random [`timeline`] whose gaps are drawn log-uniformly from 1 ns to ten years, so a
 //! run crosses every tick word's circle many times, interleaved with busy stretches. The same
 //! driver serves the property tests (`core/tests/differential_*.rs`), the fuzz targets
-//! (`fuzz/fuzz_targets/differential_*.rs`, with a [`timeline::Bytes`] source) and the
-//! simulator's long-timeline experiment.
+//! (`fuzz/fuzz_targets/differential_*.rs`, with a [`timeline::Bytes`] source).
+//!
+//! [`drive_scenario`] runs the same twins on the other kind of timeline: the one a service
+//! lives on. [`traffic`] generates a seeded week (or one day) of diurnal traffic with quiet
+//! nights, an idle day, bursts and an outage; the simulator's `long-timeline` experiment drives
+//! every twin through it and fails under `--check` on any mismatch.
 //!
 //! Where a real policy is documented as approximate (a statistical window under concurrency),
 //! the twin is driven single-threaded, where it is exact; where it is approximate even then, the
 //! twin states and checks the bound.
 
+pub mod bulkhead;
 pub mod timeline;
+pub mod traffic;
 pub mod twin;
 
 pub use timeline::{Gaps, Timeline};
-pub use twin::{Mismatch, Report, Twin, drive};
+pub use traffic::Scenario;
+pub use twin::{Mismatch, Report, Twin, drive, drive_scenario, drive_scenario_with};

@@ -8,7 +8,10 @@ use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
+use std::collections::BTreeMap;
+
 use crate::timeline::Timeline;
+use crate::traffic::{Call, Scenario};
 
 /// What a policy (or its model) decided for one arriving call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +74,10 @@ impl std::error::Error for Mismatch {}
 /// A real policy beside its reference model.
 ///
 /// A twin owns (or borrows) one real policy and one model, keeps the real permits of the calls
-/// it admitted, and applies every call to both. Each method answers `Err(description)` on the
+/// it admitted, and applies every call to both. Open calls are numbered in the order they were
+/// admitted, an ended call's number going to the next (keep the permits in a `Vec` and end
+/// with `Vec::remove`, not `swap_remove`): [`drive_scenario`] relies on it to end the call it
+/// means. Each method answers `Err(description)` on the
 /// first difference in a decision or in observable state; the driver adds step and instant.
 pub trait Twin {
     /// Calls admitted and not yet ended.
@@ -193,6 +199,86 @@ pub fn drive<T: Twin + ?Sized>(
                 Decision::Admitted => report.admitted += 1,
                 Decision::Refused { .. } => report.refused += 1,
             }
+        }
+        twin.check(now).map_err(fail)?;
+        report.steps += 1;
+    }
+    Ok(report)
+}
+
+/// Runs `twin` through every call of `scenario` (a simulated day or week, see
+/// [`crate::traffic`]): each call arrives at its instant; an admitted one ends `duration`
+/// later with its verdict (or is cancelled). At an instant where calls both end and arrive,
+/// the ends come first (a slot freed at `t` is free for an arrival at `t`), earliest admitted
+/// first. `rng` is the policies' randomness; the scenario's comes from its own seed. Each
+/// arrival and each end is one step; stops at the first [`Mismatch`], and also if the twin's
+/// count of open calls strays from the scenario's.
+pub fn drive_scenario<T: Twin + ?Sized>(
+    twin: &mut T,
+    scenario: &Scenario,
+    rng: &mut dyn Random,
+) -> Result<Report, Mismatch> {
+    drive_scenario_with(twin, scenario, rng, |_, _| {})
+}
+
+/// [`drive_scenario`], telling `decided` each call and the decision both sides made on it
+/// (to count refusals by [`Phase`](crate::traffic::Phase): a refusal at night, after an idle
+/// stretch, is the kind issue 13 is about).
+pub fn drive_scenario_with<T: Twin + ?Sized>(
+    twin: &mut T,
+    scenario: &Scenario,
+    rng: &mut dyn Random,
+    mut decided: impl FnMut(&Call, Decision),
+) -> Result<Report, Mismatch> {
+    let mut report = Report::default();
+    // Pending ends by (instant, call number): a priority queue with stable ties.
+    let mut ends: BTreeMap<(Instant, u64), Option<Verdict>> = BTreeMap::new();
+    // The open calls' numbers in admission order: the twin's indices.
+    let mut open: Vec<u64> = Vec::new();
+    let mut calls = scenario.calls().peekable();
+    let mut number = 0u64;
+    for step in 0.. {
+        let next_end = ends.first_key_value().map(|(k, _)| k.0);
+        let next_call = calls.peek().map(|c| c.at);
+        let now = match (next_end, next_call) {
+            (None, None) => break,
+            (Some(e), Some(a)) => e.min(a),
+            (Some(t), None) | (None, Some(t)) => t,
+        };
+        let fail = |what: String| Mismatch {
+            step,
+            at: now,
+            what,
+        };
+        if next_end == Some(now) {
+            let ((_, id), verdict) = ends.pop_first().expect("an end is pending");
+            let index = open
+                .iter()
+                .position(|&o| o == id)
+                .expect("an ending call is open");
+            open.remove(index);
+            twin.end(now, index, verdict, rng).map_err(fail)?;
+            report.ended += 1;
+        } else {
+            let call = calls.next().expect("a call is next");
+            let decision = twin.arrive(now, rng).map_err(fail)?;
+            decided(&call, decision);
+            match decision {
+                Decision::Admitted => {
+                    report.admitted += 1;
+                    open.push(number);
+                    ends.insert((now.saturating_add(call.duration), number), call.verdict);
+                }
+                Decision::Refused { .. } => report.refused += 1,
+            }
+            number += 1;
+        }
+        if twin.open() != open.len() {
+            return Err(fail(format!(
+                "the twin holds {} open calls, the scenario {}",
+                twin.open(),
+                open.len()
+            )));
         }
         twin.check(now).map_err(fail)?;
         report.steps += 1;

@@ -103,6 +103,29 @@ impl GiveUpReason {
             _ => None,
         }
     }
+
+    /// A stable kebab-case code, one per variant, for metric labels and logs (the same style
+    /// as [`RejectReason::code`](crate::rejection::RejectReason::code); the budget's give-up
+    /// shares its code with the rejection it amounts to). A new variant needs one line here,
+    /// and every label follows.
+    ///
+    /// ```
+    /// use resilix::retry::GiveUpReason;
+    /// use resilix::VerdictKind;
+    ///
+    /// assert_eq!(GiveUpReason::BudgetExceeded.as_str(), "budget-exceeded");
+    /// assert_eq!(GiveUpReason::AttemptsExhausted { attempts: 3 }.as_str(), "attempts-exhausted");
+    /// assert_eq!(GiveUpReason::NotRetryable(VerdictKind::Answered).as_str(), "not-retryable");
+    /// ```
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            GiveUpReason::NotRetryable(_) => "not-retryable",
+            GiveUpReason::AttemptsExhausted { .. } => "attempts-exhausted",
+            GiveUpReason::BudgetExceeded => "budget-exceeded",
+            GiveUpReason::DeadlineWouldPass => "deadline-would-pass",
+            GiveUpReason::RetryAfterBeyondDeadline => "retry-after-beyond-deadline",
+        }
+    }
 }
 
 impl fmt::Display for GiveUpReason {

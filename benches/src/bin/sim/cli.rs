@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use resilix::retry::Strategy;
+
 use crate::engine::ClientKind;
 use crate::net::{Delay, parse_duration};
 
@@ -22,6 +24,9 @@ EXPERIMENTS (default: all)
   quota     gRPC A6 and AWS SDK retry token counts
   e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
+  long-timeline
+            a week of diurnal traffic (quiet nights, bursts, an outage) through every
+            policy beside its reference model; --quick: one day
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -30,7 +35,11 @@ OPTIONS
   --seeds N        seeds (runs) per point, overriding each experiment's own
   --master SEED    master seed every random stream is derived from (default 2015)
 
-sim run OPTIONS (defaults in brackets)
+sim run OPTIONS (defaults in brackets). Every seed runs on freshly built policies. An unknown
+value, or a flag the chosen model or setting does not use, is refused (--model occ takes only
+--clients, --net, --strategy, --base, --cap, --attempts and the run flags; --capacity is for
+--model capacity, --failure for --model flaky; --ratio needs --budget ratio; --k needs
+--throttler sre or failsafe; --base and --cap need a --strategy other than none).
   --model M        flaky | capacity | occ [flaky]
   --clients N      [100]            --rate R       calls/s per client [10]
   --client K       open | serial | periodic [open]
@@ -49,8 +58,15 @@ sim run OPTIONS (defaults in brackets)
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 7] = [
-    "aws", "sre", "throttle", "brooker", "quota", "e2e", "little",
+pub const EXPERIMENTS: [&str; 8] = [
+    "aws",
+    "sre",
+    "throttle",
+    "brooker",
+    "quota",
+    "e2e",
+    "little",
+    "long-timeline",
 ];
 
 pub enum Command {
@@ -68,9 +84,92 @@ pub struct ExpOptions {
     pub master: u64,
 }
 
+/// A choice among named values, parsed from its flag's value; the error lists what is valid.
+fn choose<T: Copy>(flag: &str, v: &str, valid: &[(&str, T)]) -> Result<T, String> {
+    valid
+        .iter()
+        .find(|(name, _)| *name == v)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| {
+            let names: Vec<&str> = valid.iter().map(|(n, _)| *n).collect();
+            format!("{flag} {v:?}: expected one of {}", names.join(", "))
+        })
+}
+
+/// The upstream model of `sim run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Model {
+    Flaky,
+    Capacity,
+    Occ,
+}
+
+pub const MODELS: [(&str, Model); 3] = [
+    ("flaky", Model::Flaky),
+    ("capacity", Model::Capacity),
+    ("occ", Model::Occ),
+];
+
+/// The retry budget of `sim run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BudgetKind {
+    None,
+    Ratio,
+    Brooker,
+    Grpc,
+    Aws,
+}
+
+pub const BUDGETS: [(&str, BudgetKind); 5] = [
+    ("none", BudgetKind::None),
+    ("ratio", BudgetKind::Ratio),
+    ("brooker", BudgetKind::Brooker),
+    ("grpc", BudgetKind::Grpc),
+    ("aws", BudgetKind::Aws),
+];
+
+/// The throttler of `sim run`: off, or how it counts calls refused by policies inside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottlerKind {
+    Off,
+    Sre,
+    Failsafe,
+}
+
+pub const THROTTLERS: [(&str, ThrottlerKind); 3] = [
+    ("off", ThrottlerKind::Off),
+    ("sre", ThrottlerKind::Sre),
+    ("failsafe", ThrottlerKind::Failsafe),
+];
+
+/// The backoff formulas (with the short names the help has always accepted).
+pub const STRATEGIES: [(&str, Strategy); 7] = [
+    ("none", Strategy::None),
+    ("exponential", Strategy::Exponential),
+    ("expo", Strategy::Exponential),
+    ("full", Strategy::FullJitter),
+    ("equal", Strategy::EqualJitter),
+    ("decorrelated", Strategy::Decorrelated),
+    ("decorr", Strategy::Decorrelated),
+];
+
+/// The flags every model uses.
+const RUN_FLAGS: [&str; 3] = ["--seeds", "--master", "--out"];
+/// The flags the OCC model uses beside [`RUN_FLAGS`]: it runs N clients once each through a
+/// retry with no budget and no throttler, on its own fixed workload.
+const OCC_FLAGS: [&str; 7] = [
+    "--model",
+    "--clients",
+    "--net",
+    "--strategy",
+    "--base",
+    "--cap",
+    "--attempts",
+];
+
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    pub model: String,
+    pub model: Model,
     pub clients: usize,
     pub rate: f64,
     pub client: ClientKind,
@@ -79,17 +178,22 @@ pub struct RunOptions {
     pub duration: Duration,
     pub warmup: Duration,
     pub net: Delay,
-    pub strategy: String,
+    pub strategy: Strategy,
     pub base: Duration,
     pub cap: Duration,
     pub attempts: u32,
-    pub budget: String,
+    pub budget: BudgetKind,
     pub ratio: u32,
-    pub throttler: String,
+    pub throttler: ThrottlerKind,
     pub k: f64,
     pub seeds: u64,
     pub master: u64,
     pub out: PathBuf,
+}
+
+/// A duration flag's value; the error names the flag.
+fn duration(flag: &str, v: &str) -> Result<Duration, String> {
+    parse_duration(v).map_err(|e| format!("{flag}: {e}"))
 }
 
 fn num<T: std::str::FromStr>(flag: &str, v: &str) -> Result<T, String> {
@@ -144,7 +248,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
 
 fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     let mut o = RunOptions {
-        model: "flaky".into(),
+        model: Model::Flaky,
         clients: 100,
         rate: 10.0,
         client: ClientKind::Open,
@@ -155,23 +259,25 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
         net: Delay::Exponential {
             mean: Duration::from_millis(10),
         },
-        strategy: "full".into(),
+        strategy: Strategy::FullJitter,
         base: Duration::from_millis(5),
         cap: Duration::from_secs(2),
         attempts: 3,
-        budget: "none".into(),
+        budget: BudgetKind::None,
         ratio: 100,
-        throttler: "off".into(),
+        throttler: ThrottlerKind::Off,
         k: 2.0,
         seeds: 1,
         master: 2015,
         out: PathBuf::from("sim-out"),
     };
+    // The flags given, to refuse those the chosen setting would ignore.
+    let mut given: Vec<&str> = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let v = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
-            "--model" => o.model = v.clone(),
+            "--model" => o.model = choose(flag, v, &MODELS)?,
             "--clients" => o.clients = num(flag, v)?,
             "--rate" => o.rate = num(flag, v)?,
             "--client" => o.client = ClientKind::parse(v)?,
@@ -181,24 +287,25 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
                 if p.len() != 3 {
                     return Err("--capacity wants WORKERS:SERVICE:QUEUE, e.g. 10:100ms:10".into());
                 }
-                o.capacity = (num(flag, p[0])?, parse_duration(p[1])?, num(flag, p[2])?);
+                o.capacity = (num(flag, p[0])?, duration(flag, p[1])?, num(flag, p[2])?);
             }
-            "--duration" => o.duration = parse_duration(v)?,
-            "--warmup" => o.warmup = parse_duration(v)?,
+            "--duration" => o.duration = duration(flag, v)?,
+            "--warmup" => o.warmup = duration(flag, v)?,
             "--net" => o.net = Delay::parse(v)?,
-            "--strategy" => o.strategy = v.clone(),
-            "--base" => o.base = parse_duration(v)?,
-            "--cap" => o.cap = parse_duration(v)?,
+            "--strategy" => o.strategy = choose(flag, v, &STRATEGIES)?,
+            "--base" => o.base = duration(flag, v)?,
+            "--cap" => o.cap = duration(flag, v)?,
             "--attempts" => o.attempts = num(flag, v)?,
-            "--budget" => o.budget = v.clone(),
+            "--budget" => o.budget = choose(flag, v, &BUDGETS)?,
             "--ratio" => o.ratio = num(flag, v)?,
-            "--throttler" => o.throttler = v.clone(),
+            "--throttler" => o.throttler = choose(flag, v, &THROTTLERS)?,
             "--k" => o.k = num(flag, v)?,
             "--seeds" => o.seeds = num(flag, v)?,
             "--master" => o.master = num(flag, v)?,
             "--out" => o.out = PathBuf::from(v),
             _ => return Err(format!("unknown option {flag}")),
         }
+        given.push(flag.as_str());
     }
     if o.rate.is_nan() || o.rate <= 0.0 || o.clients == 0 || o.seeds == 0 {
         return Err("--rate, --clients and --seeds must be positive".into());
@@ -206,7 +313,52 @@ fn parse_run(args: &[String]) -> Result<RunOptions, String> {
     if !(0.0..=1.0).contains(&o.failure) {
         return Err("--failure must be in [0, 1]".into());
     }
+    applicable(&o, &given)?;
     Ok(o)
+}
+
+/// Refuses a flag the chosen model or setting would silently ignore: a run that quietly
+/// dropped `--budget ratio` would be read as a budgeted run.
+fn applicable(o: &RunOptions, given: &[&str]) -> Result<(), String> {
+    for &flag in given {
+        let refusal = match (o.model, flag) {
+            (Model::Occ, f) if !OCC_FLAGS.contains(&f) && !RUN_FLAGS.contains(&f) => {
+                let mut valid: Vec<&str> = OCC_FLAGS[1..].to_vec();
+                valid.extend(RUN_FLAGS);
+                Some(format!(
+                    "does not apply to --model occ, which uses only {}",
+                    valid.join(", ")
+                ))
+            }
+            (Model::Flaky, "--capacity") => {
+                Some("applies only to --model capacity (--model flaky takes --failure)".into())
+            }
+            (Model::Capacity, "--failure") => {
+                Some("applies only to --model flaky (--model capacity takes --capacity)".into())
+            }
+            (_, "--ratio") if o.budget != BudgetKind::Ratio => Some(format!(
+                "applies only to --budget ratio, not --budget {}",
+                name_of(&BUDGETS, o.budget)
+            )),
+            (_, "--k") if o.throttler == ThrottlerKind::Off => {
+                Some("applies only with a --throttler: sre or failsafe".into())
+            }
+            (_, "--base" | "--cap") if o.strategy == Strategy::None => Some(
+                "does not apply to --strategy none (retries at once); use one of exponential, \
+                 full, equal, decorrelated"
+                    .into(),
+            ),
+            _ => None,
+        };
+        if let Some(why) = refusal {
+            return Err(format!("{flag} {why}"));
+        }
+    }
+    Ok(())
+}
+
+fn name_of<T: Copy + PartialEq>(valid: &[(&'static str, T)], t: T) -> &'static str {
+    valid.iter().find(|(_, v)| *v == t).map_or("?", |(n, _)| n)
 }
 
 #[cfg(test)]
@@ -243,7 +395,7 @@ mod tests {
     #[test]
     fn custom_run_options() {
         let Ok(Command::Custom(o)) = parse(&args(
-            "run --clients 5 --rate 2.5 --client serial --net fixed:3ms --capacity 4:20ms:8",
+            "run --model capacity --clients 5 --rate 2.5 --client serial --net fixed:3ms --capacity 4:20ms:8",
         )) else {
             panic!()
         };
@@ -251,5 +403,95 @@ mod tests {
         assert_eq!(o.capacity, (4, Duration::from_millis(20), 8));
         assert!(parse(&args("run --failure 2")).is_err());
         assert!(parse(&args("run --clients")).is_err());
+    }
+
+    fn refusal(s: &str) -> String {
+        match parse(&args(s)) {
+            Err(e) => e,
+            Ok(_) => panic!("{s:?} was accepted"),
+        }
+    }
+
+    /// An unknown value is refused, and the error lists every valid one (on the base commit
+    /// `--model occ` with any `--budget` or `--throttler` value ran silently).
+    #[test]
+    fn unknown_values_are_refused_with_the_valid_ones() {
+        for (s, valid) in [
+            ("run --budget bogus", "none, ratio, brooker, grpc, aws"),
+            (
+                "run --model occ --budget bogus",
+                "none, ratio, brooker, grpc, aws",
+            ),
+            ("run --model bogus", "flaky, capacity, occ"),
+            ("run --throttler bogus", "off, sre, failsafe"),
+            (
+                "run --strategy bogus",
+                "none, exponential, expo, full, equal, decorrelated, decorr",
+            ),
+            ("run --model occ --throttler bogus", "off, sre, failsafe"),
+            ("run --duration 5bogus", "us, ms, s or m"),
+        ] {
+            let e = refusal(s);
+            assert!(e.contains("bogus") && e.contains(valid), "{s}: {e}");
+        }
+    }
+
+    /// A flag the chosen model or setting would ignore is refused, naming the flag and what
+    /// applies instead.
+    #[test]
+    fn inapplicable_flags_are_refused() {
+        for (s, flag, says) in [
+            ("run --model occ --budget ratio", "--budget", "--model occ"),
+            (
+                "run --model occ --throttler sre",
+                "--throttler",
+                "--model occ",
+            ),
+            ("run --model occ --rate 5", "--rate", "--clients, --net"),
+            ("run --model occ --failure 0.2", "--failure", "--model occ"),
+            ("run --model occ --duration 3s", "--duration", "--model occ"),
+            ("run --capacity 1:1ms:1", "--capacity", "--model capacity"),
+            (
+                "run --model capacity --failure 0.2",
+                "--failure",
+                "--model flaky",
+            ),
+            ("run --ratio 50", "--ratio", "--budget ratio"),
+            ("run --budget aws --ratio 50", "--ratio", "not --budget aws"),
+            ("run --k 1.5", "--k", "sre or failsafe"),
+            (
+                "run --strategy none --base 1ms",
+                "--base",
+                "--strategy none",
+            ),
+            ("run --cap 1s --strategy none", "--cap", "--strategy none"),
+        ] {
+            let e = refusal(s);
+            assert!(e.starts_with(flag) && e.contains(says), "{s}: {e}");
+        }
+        // The order of the flags does not matter: the check runs after all are read.
+        assert!(refusal("run --budget ratio --model occ").starts_with("--budget"));
+    }
+
+    /// Every flag is still accepted where it applies.
+    #[test]
+    fn applicable_flags_are_accepted() {
+        for s in [
+            "run --model occ --clients 5 --net fixed:1ms --strategy equal --base 1ms --cap 1s \
+             --attempts 4 --seeds 2 --master 7 --out x",
+            "run --model flaky --failure 0.3 --budget ratio --ratio 50 --throttler sre --k 1.1",
+            "run --model capacity --capacity 2:5ms:2 --budget aws --throttler failsafe --k 3",
+            "run --strategy none --attempts 2 --rate 3 --client periodic --duration 1s \
+             --warmup 100ms",
+        ] {
+            assert!(parse(&args(s)).is_ok(), "{s}: {:?}", parse(&args(s)).err());
+        }
+        let Ok(Command::Custom(o)) = parse(&args("run --budget ratio --strategy decorr")) else {
+            panic!()
+        };
+        assert_eq!(
+            (o.budget, o.strategy),
+            (BudgetKind::Ratio, Strategy::Decorrelated)
+        );
     }
 }

@@ -61,7 +61,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "ms" => 1e-3,
         "s" => 1.0,
         "m" => 60.0,
-        _ => return Err(format!("unknown unit in duration {s:?}")),
+        _ => return Err(format!("unknown unit in duration {s:?}: us, ms, s or m")),
     };
     if !(v >= 0.0 && v.is_finite()) {
         return Err(format!(
