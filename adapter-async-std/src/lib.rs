@@ -8,6 +8,11 @@
 //! and a sleep, and adds [`Resilience`] (a pipeline with its observer and classifier, with
 //! per-call randomness and fallbacks), exactly as `resilix-tokio` does.
 //!
+//! Every clock handle reads the process's one timeline ([`resilix_std::timeline`]): a
+//! `Resilience` made per request shares its policies' timeline with every other handle.
+//! [`now`], [`deadline_in`] and [`retry_in`] read it for you: a deadline from a relative
+//! timeout, a rejection's retry-at as a wait.
+//!
 //! ```
 //! use std::time::Duration;
 //! use resilix::call::CallOptions;
@@ -59,7 +64,7 @@
 #![warn(missing_docs)]
 mod clock;
 
-pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep};
+pub use clock::{AsyncIoClock, AsyncIoTimer, Sleep, deadline_in, now, retry_in};
 
 pub use resilix::execute::{Attempted, ExecuteError};
 pub use resilix::waiters::WaitGate;

@@ -58,6 +58,15 @@ macro_rules! suite {
             }
 
             #[test]
+            fn handles_share_one_timeline() {
+                $run(kit::handles_share_one_timeline(
+                    AsyncIoTimer::new,
+                    UNIT,
+                    LATE,
+                ));
+            }
+
+            #[test]
             fn fallback() {
                 $run(kit::fallback(&AsyncIoTimer::new(), &LastKnownGood::new()));
             }

@@ -51,3 +51,10 @@ fn fallback() {
     static LAST: LastKnownGood<Result<u32, &'static str>> = LastKnownGood::new();
     block_on(kit::fallback(&EmbassyTimer, &LAST));
 }
+
+/// embassy-time's clock is global already (ticks since boot, one driver per program): any two
+/// `EmbassyTimer`s read one timeline.
+#[test]
+fn handles_share_one_timeline() {
+    block_on(kit::handles_share_one_timeline(|| EmbassyTimer, UNIT, LATE));
+}

@@ -8,6 +8,8 @@
 //! * [`LastKnownGood`]: a fallback store on a `Mutex`.
 //! * [`thread_seed`] and [`StdSeeds`]: per-call seeds from a per-thread generator seeded
 //!   lazily from the platform's entropy (never at start-up), or from your seed.
+//! * [`timeline`]: the process's one origin, which every std adapter's clock reads, so any
+//!   two clock handles give the same instant for the same moment.
 //!
 //! ```
 //! use resilix::resilience::SeedSource;
@@ -25,6 +27,7 @@
 mod fallback;
 mod lock;
 mod seed;
+pub mod timeline;
 
 pub use fallback::LastKnownGood;
 pub use lock::{SlotWaiters, StdLock};

@@ -11,7 +11,10 @@
 //!   `http` (classify `http::Response` with `Retry-After`), `tracing` and `metrics` observers.
 //!
 //! [`TokioClock`] reads `tokio::time::Instant`, so tests under
-//! `#[tokio::test(start_paused = true)]` see exact, virtual time.
+//! `#[tokio::test(start_paused = true)]` see exact, virtual time. Every clock handle reads the
+//! process's one timeline ([`resilix_std::timeline`]): a `Resilience` made per request shares
+//! its policies' timeline with every other handle. [`now`], [`deadline_in`] and [`retry_in`]
+//! read it for you: a deadline from a relative timeout, a rejection's retry-at as a wait.
 //!
 //! ```
 //! use std::time::Duration;
@@ -81,7 +84,7 @@ pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod tracing;
 
-pub use clock::{TokioClock, TokioTimer};
+pub use clock::{TokioClock, TokioTimer, deadline_in, now, retry_in};
 pub use statics::Static;
 
 pub use resilix::execute::{Attempted, ExecuteError};

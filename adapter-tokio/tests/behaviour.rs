@@ -50,3 +50,8 @@ async fn cancel_during_retry_sleep() {
 async fn fallback() {
     kit::fallback(&TokioTimer::new(), &LastKnownGood::new()).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn handles_share_one_timeline() {
+    kit::handles_share_one_timeline(TokioTimer::new, UNIT, Tolerance::EXACT).await;
+}

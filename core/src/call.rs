@@ -36,15 +36,23 @@ pub use crate::retry::RetryDecision as Next;
 
 /// How a caller describes one logical call.
 ///
+/// A deadline is an instant on the driver's timeline: build it from the same clock the driver
+/// reads (`Deadline::after(clock.now(), timeout)`; with an adapter, `resilix_tokio::deadline_in`
+/// or `Resilience::deadline_in`). A deadline from another timeline (anchored at
+/// [`Instant::ZERO`](crate::time::Instant::ZERO), or read from a clock of your own) passes at
+/// a moment unrelated to the timeout, and every call then ends in `DeadlinePassed`.
+///
 /// ```
 /// use core::time::Duration;
 /// use resilix::call::CallOptions;
-/// use resilix::time::{Deadline, Instant};
+/// use resilix::time::{Clock, Deadline, Instant, ManualClock};
 ///
+/// let clock = ManualClock::new(Instant::from_secs(3_600)); // the driver's clock
 /// let opts = CallOptions::default()
-///     .deadline(Deadline::after(Instant::ZERO, Duration::from_secs(2)))
+///     .deadline(Deadline::after(clock.now(), Duration::from_secs(2)))
 ///     .idempotent(true);
 /// assert!(opts.is_idempotent());
+/// assert_eq!(opts.deadline_value().unwrap().remaining(clock.now()), Duration::from_secs(2));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallOptions {
@@ -53,7 +61,8 @@ pub struct CallOptions {
 }
 
 impl CallOptions {
-    /// The call must finish by `deadline`; retry delays count against it.
+    /// The call must finish by `deadline`, an instant on the driver's clock; retry delays
+    /// count against it.
     pub const fn deadline(mut self, deadline: Deadline) -> Self {
         self.deadline = Some(deadline);
         self

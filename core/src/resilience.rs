@@ -35,6 +35,7 @@
 
 use core::future::Future;
 use core::ops::Deref;
+use core::time::Duration;
 
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
@@ -44,8 +45,10 @@ use crate::observe::{Event, Observer};
 use crate::permit::Policy;
 use crate::pipeline::Pipeline;
 use crate::random::{Random, SeededRandom};
+use crate::rejection::Rejection;
 use crate::retry::RetryPolicy;
 use crate::sync::{AtomicU32, Ordering};
+use crate::time::{Deadline, Instant};
 use crate::waiters::{WaitGate, WaitTimer, Waitable};
 
 /// Where each call's generator gets its seed.
@@ -253,6 +256,59 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
     /// its clock).
     pub fn timer(&self) -> &Tm {
         &self.timer
+    }
+
+    /// Now, on the timer's clock: the timeline every deadline and retry-at of this
+    /// `Resilience`'s calls lives on.
+    pub fn now(&self) -> Instant
+    where
+        Tm: Timer,
+    {
+        self.timer.now()
+    }
+
+    /// A deadline `timeout` from now on the timer's clock, for [`CallOptions::deadline`]: a
+    /// relative timeout, with no clock of the caller's own (a deadline on another timeline,
+    /// such as one anchored at [`Instant::ZERO`], passes at a time that has nothing to do with
+    /// the timeout).
+    ///
+    /// ```
+    /// # use core::future::{Future, Ready, ready};
+    /// # use core::time::Duration;
+    /// # use resilix::call::CallOptions;
+    /// # use resilix::execute::Timer;
+    /// # use resilix::pipeline::Pipeline;
+    /// # use resilix::resilience::{FixedSeeds, Resilience};
+    /// # use resilix::time::{Clock, Deadline, Instant, ManualClock};
+    /// # struct Manual(ManualClock);
+    /// # impl Timer for Manual {
+    /// #     type Sleep<'a> = Ready<()>;
+    /// #     fn now(&self) -> Instant { self.0.now() }
+    /// #     fn sleep_until(&self, _: Instant) -> Ready<()> { ready(()) }
+    /// # }
+    /// let pipeline = Pipeline::new();
+    /// let timer = Manual(ManualClock::new(Instant::from_secs(3_600)));
+    /// let resilience = Resilience::with_parts(&pipeline, timer, FixedSeeds::new(1));
+    /// let options = CallOptions::default().deadline(resilience.deadline_in(Duration::from_secs(2)));
+    /// assert_eq!(options.deadline_value(), Some(Deadline::at(Instant::from_secs(3_602))));
+    /// ```
+    pub fn deadline_in(&self, timeout: Duration) -> Deadline
+    where
+        Tm: Timer,
+    {
+        Deadline::after(self.timer.now(), timeout)
+    }
+
+    /// How long from now until `rejection`'s policy expects to admit again (its retry-at, on
+    /// the timer's clock): zero if it has passed, `None` if the policy does not know.
+    pub fn retry_in(&self, rejection: &Rejection) -> Option<Duration>
+    where
+        Tm: Timer,
+    {
+        let now = self.timer.now();
+        rejection
+            .retry_at()
+            .map(|at| at.saturating_duration_since(now))
     }
 
     /// The generator for one call.

@@ -4,6 +4,11 @@ use super::Instant;
 
 /// An absolute instant by which a call must be finished, on the caller's timeline.
 ///
+/// "The caller's timeline" is the one the driver's clock reads: build a deadline from that
+/// clock's `now` (`Deadline::after(clock.now(), timeout)`, or an adapter's `deadline_in`),
+/// never from [`Instant::ZERO`] or a clock of your own, whose zero has nothing to do with the
+/// driver's.
+///
 /// A deadline travels with a request, so each hop passes on the time *remaining* instead of
 /// starting a fresh timeout (the essay: four hops of 2 s each can spend 8 s serving a client
 /// that left after 3). Retry counts its delays against it; the pipeline's timeout slot races

@@ -1,0 +1,110 @@
+//! Issue 13, point 1 on async-io: every clock handle reads the process's one timeline.
+//! Real timers, a few milliseconds each; only lower bounds are relied on (a timer never fires
+//! early), so the assertions hold on a loaded machine.
+
+use std::time::Duration;
+
+use resilix::call::CallOptions;
+use resilix::execute::{ExecuteError, Timer};
+use resilix::pipeline::Pipeline;
+use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+use resilix::time::{Clock, Deadline};
+use resilix_async_std::{AsyncIoClock, AsyncIoTimer, Resilience};
+
+const MS: Duration = Duration::from_millis(1);
+
+type Out = Result<Result<(), ()>, ExecuteError<Result<(), ()>>>;
+
+/// A clock made 20 ms after another reads the same timeline (it sees those 20 ms), and so
+/// does every timer.
+#[test]
+fn clocks_made_apart_read_one_timeline() {
+    async_io::block_on(async {
+        let early = AsyncIoClock::new();
+        let t0 = early.now();
+        async_io::Timer::after(20 * MS).await;
+        let late = AsyncIoClock::new();
+        let (a, b, c, d) = (
+            early.now(),
+            late.now(),
+            AsyncIoTimer::new().now(),
+            early.now(),
+        );
+        assert!(a <= b && b <= c && c <= d, "{a:?} {b:?} {c:?} {d:?}");
+        assert!(b - t0 >= 20 * MS, "the late clock sees the time before it");
+    });
+}
+
+/// A rate limiter (one per 40 ms, burst 1) used through a `Resilience` made per request
+/// admits every request that comes 60 ms after the last. Before: only the first, since each
+/// fresh clock read zero and the token taken "at 40 ms" never came back.
+#[test]
+fn a_rate_limiter_used_through_a_resilience_per_request_admits_one_per_interval() {
+    let limiter =
+        RateLimiter::new(RateLimitConfig::new(Rate::one_every(40 * MS)).with_burst(1)).unwrap();
+    let pipeline = Pipeline::new().rate_limit(&limiter);
+    async_io::block_on(async {
+        for i in 0..4 {
+            let out: Out = Resilience::new(&pipeline)
+                .execute(CallOptions::default(), || async { Ok(()) })
+                .await;
+            assert_eq!(out, Ok(Ok(())), "request {i}");
+            async_io::Timer::after(60 * MS).await;
+        }
+    });
+}
+
+/// A deadline built from a fresh clock, 150 ms from now, holds for a `Resilience` made
+/// 200 ms earlier. Before: the long-lived handle's timeline was ahead by its age, so the call
+/// ended in `DeadlinePassed` as soon as that age exceeded the timeout.
+#[test]
+fn a_deadline_from_a_fresh_clock_holds_for_an_older_handle() {
+    let pipeline = Pipeline::new();
+    let resilience = Resilience::new(&pipeline);
+    async_io::block_on(async {
+        async_io::Timer::after(200 * MS).await;
+        let deadline = Deadline::after(AsyncIoClock::new().now(), 150 * MS);
+        let out: Out = resilience
+            .execute(CallOptions::default().deadline(deadline), || async {
+                Ok(())
+            })
+            .await;
+        assert_eq!(out, Ok(Ok(())));
+    });
+}
+
+/// The helpers: a deadline from a relative timeout and a rejection's retry-at as a wait.
+#[test]
+fn deadlines_and_retry_at_without_a_private_timer() {
+    let limiter = RateLimiter::new(
+        RateLimitConfig::new(Rate::one_every(Duration::from_secs(10))).with_burst(1),
+    )
+    .unwrap();
+    let pipeline = Pipeline::new().rate_limit(&limiter);
+    let resilience = Resilience::new(&pipeline);
+    async_io::block_on(async {
+        let before = resilience.timer().now();
+        let deadline = resilix_async_std::deadline_in(Duration::from_secs(5));
+        let after = resilience.timer().now();
+        assert!(
+            deadline.instant() >= before + Duration::from_secs(5)
+                && deadline.instant() <= after + Duration::from_secs(5)
+        );
+        let out: Out = resilience
+            .execute(CallOptions::default().deadline(deadline), || async {
+                Ok(())
+            })
+            .await;
+        assert_eq!(out, Ok(Ok(())));
+        let out: Out = resilience
+            .execute(CallOptions::default(), || async { Ok(()) })
+            .await;
+        let refused = out.unwrap_err().rejection().expect("refused");
+        let wait = resilix_async_std::retry_in(&refused).expect("a rate limiter knows when");
+        assert!(
+            wait <= Duration::from_millis(10_010) && wait >= Duration::from_secs(9),
+            "{wait:?}"
+        );
+        assert!(resilience.retry_in(&refused).unwrap() <= wait);
+    });
+}
