@@ -169,3 +169,230 @@ async fn two_slots_two_unused_wake_ups_both_passed_on() {
     assert_eq!(f, End::Done(160 * MS));
     assert_eq!((bulkhead.held(), bulkhead.hook().waiting()), (0, 0));
 }
+
+// ---- The storm: many cancelled calls through breaker + bulkhead, on real threads. ----
+
+mod storm {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+    use std::time::Duration;
+
+    use resilix::RejectReason;
+    use resilix::breaker::{Breaker, Config};
+    use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+    use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+    use resilix::call::CallOptions;
+    use resilix::execute::ExecuteError;
+    use resilix::permit::Env;
+    use resilix::pipeline::Pipeline;
+    use resilix::random::{Random, SeededRandom};
+    use resilix::waiters::{SlotWaiters, WaiterList, WaiterLock};
+    use resilix_tokio::{Resilience, Static};
+
+    const CAPACITY: usize = 64;
+    const MAX_WAIT: Duration = Duration::from_millis(500);
+    const CALLS: u32 = 10_000;
+
+    /// The storm's waiter list, in a static the sampler can lock too: it reads the list and
+    /// the bulkhead in one lock section, the one every wake-up is decided in.
+    static LIST: Mutex<WaiterList<CAPACITY>> = Mutex::new(WaiterList::new());
+
+    fn list() -> MutexGuard<'static, WaiterList<CAPACITY>> {
+        LIST.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    struct Watched;
+
+    impl WaiterLock<CAPACITY> for Watched {
+        const NEW: Self = Watched;
+        fn with<R>(&self, f: impl FnOnce(&mut WaiterList<CAPACITY>) -> R) -> R {
+            f(&mut list())
+        }
+    }
+
+    static BULKHEAD: Bulkhead<SlotWaiters<CAPACITY, Watched>> = Bulkhead::with_hook(
+        // One slot: a slot left free by a lost wake-up then sees no release at all until the
+        // waiters behind it give up, so the sampler's episodes are not cut short.
+        match BulkheadConfig::new(1) {
+            Ok(c) => c,
+            Err(_) => panic!("bulkhead config"),
+        },
+        SlotWaiters::new(match WaitConfig::new(32, MAX_WAIT, WaitOrder::Fifo) {
+            Ok(c) => c,
+            Err(_) => panic!("wait config"),
+        }),
+    );
+    static BREAKER: LazyLock<Breaker> = LazyLock::new(|| Breaker::new(Config::DEFAULT).unwrap());
+
+    /// What the sampler saw: the longest a waiter sat behind a slot that was free and that no
+    /// wake-up claimed, with no release in between (`None`: never).
+    #[derive(Debug, Default)]
+    struct Stuck {
+        longest: Duration,
+        episodes_over_bound: u32,
+    }
+
+    /// Samples, under the waiter lock, "someone queued, and more free slots than wake-ups on
+    /// their way to one". That state is legitimate only between a release freeing its slot
+    /// and that release's hook taking the lock to wake (a few instructions). An episode
+    /// counts from its first sample, and restarts when the release count moves (a new
+    /// release: its hook may be the one pending); so a long episode is a waiter left behind
+    /// a free slot that nothing will wake it for.
+    fn sample(done: &AtomicBool, bound: Duration) -> Stuck {
+        let mut stuck = Stuck::default();
+        let mut episode: Option<(std::time::Instant, u32)> = None;
+        let mut over = false;
+        while !done.load(Ordering::Acquire) {
+            let (behind, releases) = {
+                let list = list();
+                let free = BULKHEAD.available() as usize;
+                (
+                    !list.is_empty() && free > list.claims(),
+                    BULKHEAD.releases(),
+                )
+            };
+            let now = std::time::Instant::now();
+            episode = match episode {
+                Some((since, seen)) if behind && seen == releases => {
+                    let d = now - since;
+                    stuck.longest = stuck.longest.max(d);
+                    if d > bound && !over {
+                        stuck.episodes_over_bound += 1;
+                        over = true;
+                    }
+                    Some((since, seen))
+                }
+                _ if behind => {
+                    over = false;
+                    Some((now, releases))
+                }
+                _ => {
+                    over = false;
+                    None
+                }
+            };
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        stuck
+    }
+
+    /// 10,000 calls through breaker + bulkhead (1 slot, 32 waiters, 500 ms max wait) on two
+    /// worker threads, in waves of 100 a millisecond apart; half are cancelled after 0–3 ms
+    /// (a `timeout` dropping the call queued, woken, or mid-attempt), the other half never;
+    /// each holds the slot for a few yields or a millisecond, and the breaker is forced open
+    /// 2 ms out of every 7, so woken waiters are refused by it. Real time, bounded in count
+    /// (10,000 calls) and time (a 60 s cap; it takes well under a second).
+    ///
+    /// Checked: no waiter sits behind a free slot that no wake-up claims for longer than
+    /// 50 ms with no release in between. The state can exist only between a release's slot
+    /// being freed and its hook's lock (microseconds; 50 ms allows the OS to preempt that
+    /// thread on a loaded machine). Base b41b95d: episodes of hundreds of milliseconds, up
+    /// to `max_wait`.
+    #[test]
+    fn no_waiter_sits_behind_a_free_slot() {
+        let done = Arc::new(AtomicBool::new(false));
+        let bound = Duration::from_millis(50);
+        let sampler = {
+            let done = done.clone();
+            std::thread::spawn(move || sample(&done, bound))
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build()
+            .unwrap();
+        let full_after_max_wait = Arc::new(AtomicU32::new(0));
+        let outcomes = Arc::new(AtomicU32::new(0));
+        runtime.block_on(async {
+            let pipeline = Pipeline::new()
+                .breaker(Static(&*BREAKER))
+                .bulkhead(Static(&BULKHEAD));
+            let r = Arc::new(Resilience::new(Box::new(pipeline)).seed(5));
+            let storm_over = Arc::new(AtomicBool::new(false));
+            let toggler = {
+                let storm_over = storm_over.clone();
+                tokio::spawn(async move {
+                    let mut rng = SeededRandom::new(9);
+                    while !storm_over.load(Ordering::Acquire) {
+                        // The breaker's forced states do not depend on the instant.
+                        let at = resilix::time::Instant::ZERO;
+                        BREAKER.force_open(&mut Env::new(at, &mut rng));
+                        tokio::time::sleep(Duration::from_millis(2)).await;
+                        BREAKER.reset(&mut Env::new(at, &mut rng));
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                })
+            };
+            let mut rng = SeededRandom::new(13);
+            let mut tasks = Vec::with_capacity(CALLS as usize);
+            for wave in 0..CALLS / 100 {
+                for _ in 0..100 {
+                    // Half are cancelled within 3 ms (queued, woken, or mid-attempt); the
+                    // other half wait as long as the bulkhead lets them (never cancelled).
+                    let cancel_after = match rng.next_u64() % 6_000 {
+                        quick @ 0..3_000 => Duration::from_micros(quick),
+                        _ => Duration::from_secs(2),
+                    };
+                    let hold = rng.next_u64() % 8;
+                    let (r, full, outcomes) =
+                        (r.clone(), full_after_max_wait.clone(), outcomes.clone());
+                    tasks.push(tokio::spawn(async move {
+                        let started = std::time::Instant::now();
+                        let call =
+                            r.execute_waiting(&BULKHEAD, CallOptions::default(), || async move {
+                                if hold == 0 {
+                                    tokio::time::sleep(Duration::from_millis(1)).await;
+                                } else {
+                                    for _ in 0..hold {
+                                        tokio::task::yield_now().await;
+                                    }
+                                }
+                                Ok::<(), ()>(())
+                            });
+                        let out = tokio::time::timeout(cancel_after, call).await;
+                        outcomes.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(Err(ExecuteError::Refused { rejection, .. })) = out
+                            && rejection.reason() == RejectReason::BulkheadFull
+                            && started.elapsed() >= MAX_WAIT
+                        {
+                            full.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }));
+                }
+                if wave % 10 == 9 {
+                    // Let some waves drain fully, so idle slots meet queued waiters too.
+                    tokio::time::sleep(Duration::from_millis(3)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let all = async {
+                for t in tasks {
+                    t.await.unwrap();
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(60), all)
+                .await
+                .expect("the storm ends within 60 s");
+            storm_over.store(true, Ordering::Release);
+            toggler.await.unwrap();
+        });
+        done.store(true, Ordering::Release);
+        let stuck = sampler.join().unwrap();
+        println!(
+            "storm: {} calls; longest behind a free unclaimed slot with no release: {:?}; \
+             episodes over {bound:?}: {}; bulkhead-full after a full max wait: {}",
+            outcomes.load(Ordering::Relaxed),
+            stuck.longest,
+            stuck.episodes_over_bound,
+            full_after_max_wait.load(Ordering::Relaxed),
+        );
+        assert_eq!(outcomes.load(Ordering::Relaxed), CALLS);
+        assert_eq!(
+            stuck.episodes_over_bound, 0,
+            "a waiter sat behind a free slot for {:?}",
+            stuck.longest
+        );
+        assert_eq!((BULKHEAD.held(), BULKHEAD.hook().waiting()), (0, 0));
+        assert_eq!(BULKHEAD.hook().claims(), 0, "every wake-up resolved");
+    }
+}
