@@ -76,6 +76,13 @@ async fn limiter_queue_zone() {
     resilix_testkit::limiter_queue_zone(&AsyncIoTimer::new(), &l, UNIT, LATE).await;
 }
 
+/// A woken waiter refused by the breaker passes its wake-up on (shared with tokio and
+/// embassy).
+async fn wake_up_passed_on() {
+    let b = bulkhead(4, 100 * UNIT, WaitOrder::Fifo);
+    resilix_testkit::wake_up_passed_on(&AsyncIoTimer::new(), &b, UNIT, LATE).await;
+}
+
 const UNIT: Duration = Duration::from_millis(4);
 // Real timers on a shared 2-core machine: generous, but smaller than the waits it bounds
 // would make a lost wake-up (a waiter that sleeps out max_wait) fail the first step.
@@ -87,6 +94,7 @@ fn under_smol() {
     smol::block_on(waits_then_gives_up());
     smol::block_on(lifo_serves_the_newest());
     smol::block_on(limiter_queue_zone());
+    smol::block_on(wake_up_passed_on());
 }
 
 #[test]
@@ -94,4 +102,5 @@ fn under_async_std() {
     async_std::task::block_on(waits_then_gives_up());
     async_std::task::block_on(lifo_serves_the_newest());
     async_std::task::block_on(limiter_queue_zone());
+    async_std::task::block_on(wake_up_passed_on());
 }

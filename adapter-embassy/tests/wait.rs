@@ -80,3 +80,19 @@ fn the_shared_queue_zone_scenario() {
         resilix_testkit::Tolerance::real(Duration::from_millis(35)),
     ));
 }
+
+/// A woken waiter refused by the breaker passes its wake-up on (shared with tokio and
+/// async-std).
+#[test]
+fn a_wake_up_refused_elsewhere_is_passed_on() {
+    const UNIT: Duration = Duration::from_millis(4);
+    let wait = WaitConfig::new(4, 100 * UNIT, WaitOrder::Fifo).unwrap();
+    let bulkhead: Bulkhead<SlotWaiters<4>> =
+        Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::new(wait));
+    block_on(resilix_testkit::wake_up_passed_on(
+        &resilix_embassy::EmbassyTimer,
+        &bulkhead,
+        UNIT,
+        resilix_testkit::Tolerance::real(Duration::from_millis(35)),
+    ));
+}

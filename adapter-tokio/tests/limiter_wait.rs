@@ -153,3 +153,66 @@ async fn the_shared_queue_zone_scenario() {
     let timer = resilix_tokio::TokioTimer::new();
     resilix_testkit::limiter_queue_zone(&timer, &l, MS, resilix_testkit::Tolerance::EXACT).await;
 }
+
+/// The limiter's waiters pass an unused wake-up on too (issue 13, point 6): limit 1, two
+/// places in the zone. A holds the one slot 0–100 ms; B (1 ms) and C (2 ms) wait; the breaker
+/// (ahead of the limiter) is forced open at 50 ms, so A's release wakes B and the breaker
+/// refuses B; B's wake-up goes on to C, refused too, at 100 ms. After the reset at 101 ms, D
+/// (150 ms) goes at once. With the wake-up lost, C would sit behind the free slot until its
+/// max wait (`limiter-full` at 1.002 s).
+#[tokio::test(start_paused = true)]
+async fn a_waiter_refused_by_the_breaker_passes_its_wake_up_on() {
+    use resilix::breaker::{Breaker, Config};
+    use resilix::permit::Env;
+    use resilix::random::SeededRandom;
+    use tokio::time::sleep;
+
+    let l = limiter(3.0, Duration::from_secs(1));
+    let breaker = Breaker::new(Config::DEFAULT).unwrap();
+    let pipeline = Pipeline::new().breaker(&breaker).limiter(&l);
+    let r = Resilience::new(&pipeline).seed(3);
+    let start = Instant::now();
+    let call = |after: Duration, took: Duration| {
+        let r = &r;
+        let l = &l;
+        async move {
+            sleep(after).await;
+            let out = r
+                .execute_waiting(l, CallOptions::default(), move || work(took))
+                .await;
+            (refused_reason(out), start.elapsed())
+        }
+    };
+    let (a, b, c, d, ()) = tokio::join!(
+        call(Duration::ZERO, 100 * MS),
+        call(MS, MS),
+        call(2 * MS, MS),
+        call(150 * MS, 10 * MS),
+        async {
+            let mut rng = SeededRandom::new(4);
+            let at = resilix::time::Instant::ZERO; // forced states ignore the instant
+            sleep(50 * MS).await;
+            assert_eq!(l.hook().waiting(), 2, "B and C wait in the zone");
+            breaker.force_open(&mut Env::new(at, &mut rng));
+            sleep(51 * MS).await;
+            breaker.reset(&mut Env::new(at, &mut rng));
+        },
+    );
+    assert_eq!(a, (None, 100 * MS));
+    assert_eq!(b, (Some(RejectReason::CircuitOpen), 100 * MS));
+    assert_eq!(
+        c,
+        (Some(RejectReason::CircuitOpen), 100 * MS),
+        "C got B's wake-up"
+    );
+    assert_eq!(d, (None, 160 * MS), "D went at once");
+    assert_eq!(
+        (
+            l.in_flight(),
+            l.waiting(),
+            l.hook().waiting(),
+            l.hook().claims()
+        ),
+        (0, 0, 0, 0)
+    );
+}

@@ -189,3 +189,12 @@ async fn many_tasks_on_two_threads_all_get_a_slot_and_the_cap_holds() {
     assert!(peak.load(Ordering::SeqCst) <= 2);
     assert_eq!((B.held(), B.hook().waiting()), (0, 0));
 }
+
+/// A woken waiter refused by the breaker passes its wake-up on (shared with async-std and
+/// embassy).
+#[tokio::test(start_paused = true)]
+async fn a_wake_up_refused_elsewhere_is_passed_on() {
+    let b = bulkhead(1, 4, Duration::from_secs(1), WaitOrder::Fifo);
+    let timer = resilix_tokio::TokioTimer::new();
+    resilix_testkit::wake_up_passed_on(&timer, &b, MS, resilix_testkit::Tolerance::EXACT).await;
+}

@@ -89,6 +89,11 @@ pub trait Timer {
 /// ends the call. It must not wait past `deadline`, and dropping its future must leave nothing
 /// behind (a cancelled call). `()` is the gate that never waits.
 ///
+/// A completed `Wait` is dropped right after the admission it let through is decided
+/// (admitted, or refused by a policy, or the deadline passed), before the attempt runs: a
+/// gate that lets waiters through on a wake-up resolves the wake-up in that drop, and passes
+/// it on if the admission did not use it.
+///
 /// `Wait` does not borrow the gate (a gate is a few references, cheap to copy into its
 /// future): a future type that depended on the gate's borrow would trip rustc's proof that a
 /// spawned call is `Send`.
@@ -297,19 +302,24 @@ where
     let mut call = pipeline.call(now, options);
     let mut last: Option<Attempted<Fut::Output>> = None;
     loop {
-        let (ready, waited) = noting_wait(gate.ready(now, options.deadline_value())).await;
-        if waited {
-            now = timer.now();
-        }
-        if let Err(rejection) = ready {
-            observer.on_event(&Event::Rejected { rejection });
-            return Err(ExecuteError::Refused {
-                rejection,
-                attempts: call.attempts(),
-                last,
-            });
-        }
         let attempt = {
+            // The gate's future lives until the admission it let through is decided, and no
+            // longer: a waiter let through on a wake-up resolves it when dropped, passing it
+            // on if the admission left the slot free (another policy refused, the deadline
+            // passed). Dropped before the attempt runs, so it claims nothing meanwhile.
+            let mut wait = pin!(gate.ready(now, options.deadline_value()));
+            let (ready, waited) = noting_wait(wait.as_mut()).await;
+            if waited {
+                now = timer.now();
+            }
+            if let Err(rejection) = ready {
+                observer.on_event(&Event::Rejected { rejection });
+                return Err(ExecuteError::Refused {
+                    rejection,
+                    attempts: call.attempts(),
+                    last,
+                });
+            }
             let mut env = Env {
                 now,
                 rng: &mut *rng,

@@ -21,11 +21,17 @@
 //!   more than `⌊limit × (queue_factor − 1)⌋` ever wait, and the zone's shedding ladder applies.
 //! * **FIFO on arrival.** A caller that finds waiters queued joins the queue even if a slot is
 //!   free, so callers are served in the configured order (FIFO, or LIFO).
-//! * **No hand-off.** A release wakes one waiter; it does not give it the slot (the core keeps
-//!   no per-waiter state). A caller arriving between the wake-up and the woken waiter's poll
-//!   while the queue is empty can take the slot first; the woken waiter then queues again.
-//! * **Cancellation.** Dropping a waiting future leaves the queue; a waiter that was woken
-//!   and is dropped before using its wake-up passes it on to the next waiter.
+//! * **No hand-off, but no lost wake-up either.** A release wakes one waiter; it does not give
+//!   it the slot (the core keeps no per-waiter state). The list counts the wake-ups given and
+//!   not yet *resolved* (the waiter took a slot with it, or gave it up), and a newcomer goes
+//!   past an empty queue only to a slot no such wake-up claims. A caller that skips the gate
+//!   altogether (`try_admit`, a pipeline run without waiting) can still take a freed slot
+//!   first; the woken waiter then queues again, at its place.
+//! * **Every way out passes an unused wake-up on.** A woken waiter that leaves without using
+//!   its wake-up (refused by another policy of the pipeline, its deadline or `max_wait`
+//!   passed, its future dropped) wakes the next waiter if a slot is free that no other
+//!   wake-up claims. A gate's future is dropped only after the admission it let through is
+//!   decided (see [`Gate`]), and that drop is when the wake-up is resolved.
 //!
 //! ```
 //! use core::future::{Future, Ready, ready};
@@ -102,8 +108,13 @@ pub trait WaitTimer: Timer {
 #[derive(Debug)]
 pub struct WaiterList<const N: usize> {
     queue: WaitQueue<(Waker, u32), N>,
-    // Ids popped by a release and not yet seen by their waiter: "you were woken".
+    // Ids popped by a release and not yet seen by their waiter: "you were woken". Queued and
+    // marked together never exceed N (`join` refuses beyond), so a mark always finds a cell.
     woken: [Option<u32>; N],
+    // Wake-ups given and not yet resolved: marked, or seen by a waiter that went to the
+    // pipeline and has not come back. Each claims one free slot; a slot beyond the claims
+    // is what an unused wake-up is passed on to, or what a newcomer may take.
+    claims: usize,
     next_id: u32,
 }
 
@@ -114,6 +125,7 @@ impl<const N: usize> WaiterList<N> {
         WaiterList {
             queue: WaitQueue::new(),
             woken: [None; N],
+            claims: 0,
             next_id: 0,
         }
     }
@@ -126,6 +138,15 @@ impl<const N: usize> WaiterList<N> {
     /// Whether nobody waits.
     pub const fn is_empty(&self) -> bool {
         self.queue.is_empty()
+    }
+
+    /// Wake-ups given and not yet resolved (used on a slot, or passed on).
+    pub const fn claims(&self) -> usize {
+        self.claims
+    }
+
+    fn marks(&self) -> usize {
+        self.woken.iter().filter(|w| w.is_some()).count()
     }
 
     fn mark_woken(&mut self, id: u32) {
@@ -144,19 +165,46 @@ impl<const N: usize> WaiterList<N> {
         }
     }
 
-    /// Pops the next waiter in `config`'s order and marks it woken: a release, or a woken
-    /// waiter passing its turn on. The caller wakes the waker outside the lock.
+    /// Pops the next waiter in `config`'s order and marks it woken, a claim on one slot: a
+    /// release, or an unused wake-up passed on. The caller wakes the waker outside the lock.
     fn wake_next(&mut self, config: &WaitConfig) -> Option<Waker> {
         let (waker, id) = self.queue.pop(config.order())?;
         self.mark_woken(id);
+        self.claims += 1;
         Some(waker)
     }
 
-    /// Leaves quietly: out of the queue, or forgets a wake-up not yet seen.
-    fn leave(&mut self, place: Place) {
-        if self.queue.remove(place.ticket).is_none() {
-            self.take_woken(place.id);
+    /// One wake-up is resolved (used, or given up); `free` slots are free now, read under the
+    /// lock. Wakes the next waiter if a free slot is left that no other wake-up claims.
+    ///
+    /// Why reading `free` under the lock loses nothing: a release frees its slot *before*
+    /// taking this lock to wake. If this read missed that slot, the release's lock section
+    /// comes after this one and wakes from the queue as it is left here.
+    fn resolve(&mut self, free: u32, config: &WaitConfig) -> Option<Waker> {
+        self.claims = self.claims.saturating_sub(1);
+        let unclaimed = usize::try_from(free).unwrap_or(usize::MAX) > self.claims;
+        if unclaimed && !self.queue.is_empty() {
+            self.wake_next(config)
+        } else {
+            None
         }
+    }
+
+    /// Leaves: out of the queue, or, if woken meanwhile, resolves that wake-up unused (passed
+    /// on). The timeout path and a dropped future both come here.
+    fn leave(
+        &mut self,
+        place: Place,
+        free: impl FnOnce() -> u32,
+        config: &WaitConfig,
+    ) -> Option<Waker> {
+        if self.queue.remove(place.ticket).is_some() {
+            return None;
+        }
+        if self.take_woken(place.id) {
+            return self.resolve(free(), config);
+        }
+        None
     }
 }
 
@@ -201,14 +249,26 @@ impl<const N: usize, Lk: WaiterLock<N>> SlotWaiters<N, Lk> {
     pub fn waiting(&self) -> usize {
         self.list.with(|l| l.len())
     }
+
+    /// How many wake-ups are given and not yet resolved (a woken waiter not yet back from
+    /// the pipeline): slots they claim are not offered to newcomers.
+    pub fn claims(&self) -> usize {
+        self.list.with(|l| l.claims())
+    }
+}
+
+/// Wakes outside the lock: the woken task may run at once on another thread.
+fn wake(waker: Option<Waker>) {
+    if let Some(w) = waker {
+        w.wake();
+    }
 }
 
 impl<const N: usize, Lk: WaiterLock<N>> ReleaseHook for SlotWaiters<N, Lk> {
     fn on_release(&self) {
-        // Wake outside the lock: the woken task may run at once on another thread.
-        if let Some(w) = self.list.with(|l| l.wake_next(&self.config)) {
-            w.wake();
-        }
+        // One slot more: one waiter more may claim it. Unconditional, as the release may be
+        // the one a `resolve` read of `free` missed (see `WaiterList::resolve`).
+        wake(self.list.with(|l| l.wake_next(&self.config)));
     }
 }
 
@@ -233,17 +293,23 @@ pub enum Join<P> {
 }
 
 /// The waiters' side of a policy, without the list's capacity in its type.
+///
+/// Every method that can end a wake-up's life takes `free`, the policy's free slots, read
+/// under the list's lock: that is what an unused wake-up is passed on to.
 pub trait WaiterQueue {
     /// The wait settings.
     fn config(&self) -> &WaitConfig;
     /// Whether the wake-up of `place` has arrived (and takes it).
     fn take_woken(&self, place: Place) -> bool;
-    /// Leaves the queue quietly (refused, or going after all).
-    fn leave(&self, place: Place);
-    /// Leaves because the waiter was dropped, passing on a wake-up it had not used.
-    fn cancel(&self, place: Place);
-    /// Under the lock: go if `woken` or nobody waits, and `has_room`; otherwise (deadline
-    /// not passed) take `reserve`'s place and join with `waker`.
+    /// Leaves the queue (the wait is over, or the waiting future was dropped); a wake-up that
+    /// arrived meanwhile is passed on, unused.
+    fn leave(&self, place: Place, free: impl FnOnce() -> u32);
+    /// A waiter that went on a wake-up is back from the pipeline (admitted, or refused there):
+    /// its wake-up is resolved, and passed on if it left a slot unclaimed.
+    fn resolve(&self, free: impl FnOnce() -> u32);
+    /// Under the lock: go if `woken` and a slot is free, or if nobody waits and a slot is
+    /// free that no wake-up claims; otherwise (deadline not passed) take `reserve`'s place
+    /// and join with `waker` (a woken waiter at its old place).
     #[doc(hidden)]
     fn join<P>(&self, args: JoinArgs<'_>, ops: impl JoinOps<P>) -> Join<P>;
 }
@@ -252,17 +318,19 @@ pub trait WaiterQueue {
 #[doc(hidden)]
 #[derive(Debug)]
 pub struct JoinArgs<'w> {
-    woken: bool,
+    // The place the waiter was woken from, if it was.
+    woken: Option<Place>,
     passed: bool,
     now: Instant,
+    until: Deadline,
     waker: &'w Waker,
 }
 
 /// What [`WaiterQueue::join`] asks of the policy being waited on.
 #[doc(hidden)]
 pub trait JoinOps<P> {
-    /// A slot is free now.
-    fn has_room(&self) -> bool;
+    /// How many slots are free now.
+    fn free(&self) -> u32;
     /// Whatever a waiter must hold to wait (a limiter queue-zone place): `Ok(None)` when
     /// it holds one already, `Err` when it may not wait.
     fn reserve(self) -> Result<Option<P>, Rejection>;
@@ -277,47 +345,56 @@ impl<const N: usize, Lk: WaiterLock<N>> WaiterQueue for SlotWaiters<N, Lk> {
         self.list.with(|l| l.take_woken(place.id))
     }
 
-    fn leave(&self, place: Place) {
-        self.list.with(|l| l.leave(place));
+    fn leave(&self, place: Place, free: impl FnOnce() -> u32) {
+        wake(self.list.with(|l| l.leave(place, free, &self.config)));
     }
 
-    fn cancel(&self, place: Place) {
-        let next = self.list.with(|l| {
-            if l.queue.remove(place.ticket).is_some() {
-                return None;
-            }
-            // Woken but leaving: the wake-up was meant for a slot; pass it on.
-            if l.take_woken(place.id) {
-                l.wake_next(&self.config)
-            } else {
-                None
-            }
-        });
-        if let Some(w) = next {
-            w.wake();
-        }
+    fn resolve(&self, free: impl FnOnce() -> u32) {
+        wake(self.list.with(|l| l.resolve(free(), &self.config)));
     }
 
     fn join<P>(&self, args: JoinArgs<'_>, ops: impl JoinOps<P>) -> Join<P> {
         self.list.with(|l| {
-            // FIFO on arrival: with waiters queued, a newcomer queues behind them even if a
-            // slot is free; only a woken waiter (or nobody waiting) may take it.
-            if (args.woken || l.is_empty()) && ops.has_room() {
+            let free = usize::try_from(ops.free()).unwrap_or(usize::MAX);
+            if args.woken.is_some() {
+                // Its own claim covers one free slot: go, and resolve after the pipeline.
+                if free > 0 {
+                    return Join::Go;
+                }
+                // Taken by a caller that skipped the gate: no slot to pass on, the claim
+                // ends here, and the waiter queues again at its place.
+                l.claims = l.claims.saturating_sub(1);
+            } else if l.is_empty() && free > l.claims {
+                // FIFO on arrival: a newcomer goes only with nobody queued and to a slot no
+                // woken waiter is about to use; otherwise it queues behind them.
                 return Join::Go;
             }
             if args.passed {
                 return Join::Refused;
             }
+            // Queued and marked together stay within N, so every wake-up finds a mark.
+            if l.len() + l.marks() >= N {
+                return Join::Refused;
+            }
             let Ok(held) = ops.reserve() else {
                 return Join::Refused;
             };
-            let id = l.next_id;
-            l.next_id = l.next_id.wrapping_add(1);
-            match l
-                .queue
-                .push((args.waker.clone(), id), args.now, &self.config)
-            {
-                Ok(ticket) => Join::Joined(Place { ticket, id }, held),
+            let item = |id| (args.waker.clone(), id);
+            let pushed = match args.woken {
+                Some(place) => l
+                    .queue
+                    .rejoin(item(place.id), place.ticket, args.until, &self.config)
+                    .map(|ticket| Place { ticket, ..place }),
+                None => {
+                    let id = l.next_id;
+                    l.next_id = l.next_id.wrapping_add(1);
+                    l.queue
+                        .push(item(id), args.now, &self.config)
+                        .map(|ticket| Place { ticket, id })
+                }
+            };
+            match pushed {
+                Ok(place) => Join::Joined(place, held),
                 Err(_) => Join::Refused,
             }
         })
@@ -338,6 +415,10 @@ pub trait Waitable {
     fn queue(&self) -> &Self::Queue;
     /// Whether a slot is free now (a snapshot; the pipeline's admission decides).
     fn has_room(&self) -> bool;
+    /// How many slots are free now (a snapshot): what wake-ups are counted against.
+    fn free(&self) -> u32 {
+        u32::from(self.has_room())
+    }
     /// What a caller must hold to wait, or `None` when it may not wait.
     fn reserve(&self) -> Option<Self::Held<'_>>;
     /// Why a caller that cannot wait is refused.
@@ -356,6 +437,9 @@ impl<const N: usize, Lk: WaiterLock<N>> Waitable for Bulkhead<SlotWaiters<N, Lk>
     }
     fn has_room(&self) -> bool {
         self.available() > 0
+    }
+    fn free(&self) -> u32 {
+        self.available()
     }
     fn reserve(&self) -> Option<()> {
         Some(())
@@ -378,6 +462,9 @@ impl<const N: usize, Lk: WaiterLock<N>> Waitable for Limiter<SlotWaiters<N, Lk>>
     fn has_room(&self) -> bool {
         Limiter::has_room(self)
     }
+    fn free(&self) -> u32 {
+        self.limit().saturating_sub(self.in_flight())
+    }
     /// A place in the queue zone: none beyond it, or when the shedding ladder sheds.
     fn reserve(&self) -> Option<Self::Held<'_>> {
         self.wait_place().ok()
@@ -394,8 +481,8 @@ struct Ops<'w, W: Waitable + ?Sized> {
 }
 
 impl<'w, W: Waitable + ?Sized> JoinOps<W::Held<'w>> for Ops<'w, W> {
-    fn has_room(&self) -> bool {
-        self.target.has_room()
+    fn free(&self) -> u32 {
+        self.target.free()
     }
     fn reserve(self) -> Result<Option<W::Held<'w>>, Rejection> {
         if self.holds {
@@ -435,19 +522,24 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer + Clone> Gate for WaitGate<'b, W, T
             timer: self.timer.clone(),
             until: Deadline::after(now, max_wait).min_opt(deadline),
             registered: None,
+            claim: false,
             held: None,
             sleep: None,
         }
     }
 }
 
-/// Waiting for room: the future of [`WaitGate`]. Dropping it leaves the queue (and passes a
-/// wake-up it received on to the next waiter).
+/// Waiting for room: the future of [`WaitGate`]. Dropping it leaves the queue, and resolves a
+/// wake-up it went on: [`execute_gated`](crate::execute::execute_gated) drops it right after
+/// the admission it let through, so a wake-up the admission did not use (another policy
+/// refused, the deadline passed) is passed on then.
 pub struct WaitFor<'b, W: Waitable + ?Sized, Tm: WaitTimer> {
     target: &'b W,
     timer: Tm,
     until: Deadline,
     registered: Option<Place>,
+    // Went on a wake-up, not yet resolved: the drop resolves it.
+    claim: bool,
     held: Option<W::Held<'b>>,
     sleep: Option<Tm::OwnedSleep>,
 }
@@ -457,6 +549,7 @@ impl<W: Waitable + ?Sized, Tm: WaitTimer> fmt::Debug for WaitFor<'_, W, Tm> {
         f.debug_struct("WaitFor")
             .field("until", &self.until)
             .field("registered", &self.registered)
+            .field("claim", &self.claim)
             .finish_non_exhaustive()
     }
 }
@@ -475,6 +568,15 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> WaitFor<'b, W, Tm> {
         self.held = None;
         Poll::Ready(Ok(()))
     }
+
+    /// The wait is over (max wait or deadline): leave, passing on a wake-up that came
+    /// meanwhile, and refuse.
+    fn time_out(&mut self, place: Place) -> Poll<Result<(), Rejection>> {
+        let target = self.target;
+        self.registered = None;
+        target.queue().leave(place, || target.free());
+        self.refuse()
+    }
 }
 
 impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
@@ -488,20 +590,17 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
             // No waiting configured: the pipeline's own admission refuses at once.
             return Poll::Ready(Ok(()));
         }
-        let mut woken = false;
+        let mut woken = None;
         if let Some(place) = me.registered {
             if queue.take_woken(place) {
                 me.registered = None;
-                woken = true;
+                woken = Some(place);
             } else if me
                 .sleep
                 .as_mut()
                 .is_some_and(|s| Pin::new(s).poll(cx).is_ready())
             {
-                // The wait is over: leave the queue, refused.
-                queue.leave(place);
-                me.registered = None;
-                return me.refuse();
+                return me.time_out(place);
             } else {
                 // Still queued (a spurious poll): keep the place. The waker of the first poll
                 // stays in the queue (a task keeps its waker); the sleep just polled holds the
@@ -515,6 +614,7 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
             woken,
             passed: me.until.has_passed(now),
             now,
+            until: me.until,
             waker: cx.waker(),
         };
         let ops = Ops {
@@ -522,7 +622,12 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
             holds: me.held.is_some(),
         };
         let place = match queue.join(args, ops) {
-            Join::Go => return me.go(),
+            Join::Go => {
+                // Going on a wake-up: it stays claimed until this future is dropped, after
+                // the admission (`Drop` resolves it).
+                me.claim = woken.is_some();
+                return me.go();
+            }
             Join::Joined(place, held) => {
                 if held.is_some() {
                     me.held = held;
@@ -542,9 +647,7 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
             .sleep
             .get_or_insert_with(|| timer.sleep_owned(until.instant()));
         if Pin::new(sleep).poll(cx).is_ready() {
-            queue.leave(place);
-            me.registered = None;
-            return me.refuse();
+            return me.time_out(place);
         }
         Poll::Pending
     }
@@ -552,8 +655,15 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
 
 impl<W: Waitable + ?Sized, Tm: WaitTimer> Drop for WaitFor<'_, W, Tm> {
     fn drop(&mut self) {
+        let target = self.target;
+        // Still queued (cancelled): leave, passing on a wake-up not yet seen.
         if let Some(place) = self.registered.take() {
-            self.target.queue().cancel(place);
+            target.queue().leave(place, || target.free());
+        }
+        // Went on a wake-up: the admission is decided by now. A slot it took is no longer
+        // free; one it left (refused elsewhere, deadline passed) goes to the next waiter.
+        if core::mem::take(&mut self.claim) {
+            target.queue().resolve(|| target.free());
         }
     }
 }

@@ -1029,3 +1029,68 @@ pub async fn handles_share_one_timeline<Tm: Timer>(
     }
     assert_eq!(admitted, 1, "burst 1: one call between both handles");
 }
+
+/// A woken waiter refused by another policy passes its wake-up on (issue 13, point 6).
+///
+/// `bulkhead` has one slot and room for at least 2 waiters waiting at least 100 units. A holds
+/// the slot for 10 units; B (at 1 unit) and C (at 2) queue; a breaker ahead of the bulkhead
+/// is forced open at 5 units, so A's release at 10 wakes B and the breaker refuses B: B's
+/// wake-up goes on to C, refused by the breaker too, at 10 units. The breaker is reset at 30;
+/// D, arriving at 40, finds the slot free and nobody queued, and is done at 42. With the
+/// wake-up lost, C would wait out its max wait behind the free slot (`bulkhead-full` at 102
+/// units), and D behind C.
+pub async fn wake_up_passed_on<Tm, const N: usize, Lk>(
+    timer: &Tm,
+    bulkhead: &Bulkhead<SlotWaiters<N, Lk>>,
+    unit: Duration,
+    tol: Tolerance,
+) where
+    Tm: WaitTimer + Clone,
+    Lk: WaiterLock<N>,
+{
+    let breaker = Breaker::new(BreakerConfig::DEFAULT).unwrap();
+    let pipeline = Pipeline::new().breaker(&breaker).bulkhead(bulkhead);
+    let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(13));
+    let start = timer.now();
+    let call = |after: u32, took: u32| {
+        let r = &r;
+        async move {
+            latency(timer, after * unit).await;
+            let out = r
+                .execute_waiting(bulkhead, CallOptions::default(), || async move {
+                    latency(timer, took * unit).await;
+                    Ok::<(), ()>(())
+                })
+                .await;
+            let reason = out.err().and_then(|e| e.rejection()).map(|r| r.reason());
+            (reason, timer.now() - start)
+        }
+    };
+    let operator = async {
+        let mut rng = SeededRandom::new(5);
+        latency(timer, 5 * unit).await;
+        assert_eq!(bulkhead.hook().waiting(), 2, "B and C queue behind A");
+        breaker.force_open(&mut Env::new(timer.now(), &mut rng));
+        latency(timer, 25 * unit).await;
+        breaker.reset(&mut Env::new(timer.now(), &mut rng));
+    };
+    let ((a, b), ((c, d), ())) = join(
+        join(call(0, 10), call(1, 1)),
+        join(join(call(2, 1), call(40, 2)), operator),
+    )
+    .await;
+    assert_eq!(a.0, None, "A is served");
+    tol.assert_elapsed(a.1, 10 * unit, "A");
+    for (name, (reason, at)) in [("B", b), ("C", c)] {
+        assert_eq!(
+            reason,
+            Some(RejectReason::CircuitOpen),
+            "{name}: woken at 10 units (C by B's unused wake-up) and refused by the breaker"
+        );
+        tol.assert_elapsed(at, 10 * unit, name);
+    }
+    assert_eq!(d.0, None, "D is served");
+    tol.assert_elapsed(d.1, 42 * unit, "D, admitted on arrival");
+    assert_eq!((bulkhead.held(), bulkhead.hook().waiting()), (0, 0));
+    assert_eq!(bulkhead.hook().claims(), 0, "every wake-up resolved");
+}

@@ -87,6 +87,16 @@
 //! would need one to return the slot, and that state cannot be kept without storage per
 //! waiter.
 //!
+//! **A wake-up is owed until it is resolved.** Without hand-off, a woken waiter that leaves
+//! without taking the slot (refused by another policy of the pipeline, its deadline passed,
+//! its future dropped) would leave the slot free and the next waiter asleep behind it until
+//! its own max wait. The adapter must pass such a wake-up on: [`crate::waiters`] counts the
+//! wake-ups given and not yet resolved under its lock, resolves each one when the waiter is
+//! back from the pipeline, and wakes the next waiter when a free slot is left that no other
+//! wake-up claims. Reading the free slots under that lock loses nothing: a release frees its
+//! slot before its hook takes the lock, so a read that missed the slot is followed by the
+//! hook's wake-up (`loom_waiters.rs` checks every way out).
+//!
 //! **FIFO by default, LIFO as an option.** Under a short burst FIFO is fair. Under sustained
 //! overload the oldest waiter is the one whose caller has most likely given up, so serving it
 //! first spends the freed slot on an answer nobody waits for; LIFO serves the newest, which

@@ -236,6 +236,34 @@ impl<T, const N: usize> WaitQueue<T, N> {
         Ok(Ticket(arrival))
     }
 
+    /// Queues again, at the place `ticket` had, a waiter that was popped (woken) and found
+    /// the slot taken by a caller that skipped the queue: waking it must not cost it its
+    /// turn. Refused, the item handed back, when the queue is full.
+    pub(crate) fn rejoin(
+        &mut self,
+        item: T,
+        ticket: Ticket,
+        deadline: Deadline,
+        config: &WaitConfig,
+    ) -> Result<Ticket, T> {
+        let limit = N.min(usize::try_from(config.max_waiters()).unwrap_or(usize::MAX));
+        if self.len >= limit {
+            return Err(item);
+        }
+        let Some(free) = self.entries.iter_mut().find(|e| e.is_none()) else {
+            return Err(item);
+        };
+        // Arrival numbers are unique and this one left the queue when it was popped, so the
+        // order among the others is kept.
+        *free = Some(Waiter {
+            arrival: ticket.0,
+            deadline,
+            item,
+        });
+        self.len += 1;
+        Ok(ticket)
+    }
+
     /// Takes the waiter a freed slot goes to: the oldest (FIFO) or the newest (LIFO).
     pub fn pop(&mut self, order: WaitOrder) -> Option<T> {
         let pick = self
