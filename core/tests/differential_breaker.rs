@@ -66,7 +66,12 @@ fn config() -> impl Strategy<Value = (Config, Shape)> {
     ];
     (thresholds, waits, probes, shape).prop_filter_map(
         "valid configurations only",
-        |((rate, minimum_calls, consecutive, slow), (wait, backoff, jitter, half), (n, k), shape)| {
+        |(
+            (rate, minimum_calls, consecutive, slow),
+            (wait, backoff, jitter, half),
+            (n, k),
+            shape,
+        )| {
             let config = Config {
                 failure_rate_above_percent: rate,
                 minimum_calls,
@@ -115,7 +120,13 @@ fn run<W: OutcomeWindow>(
         .map_err(|m| m.to_string())
 }
 
-fn run_shape(config: Config, shape: Shape, seed: u64, gaps: Gaps, steps: u64) -> Result<(), String> {
+fn run_shape(
+    config: Config,
+    shape: Shape,
+    seed: u64,
+    gaps: Gaps,
+    steps: u64,
+) -> Result<(), String> {
     match shape {
         Shape::Time10(l) => run(
             &Breaker::<TimeBuckets<10>>::time_based(config, l).unwrap(),
@@ -200,7 +211,11 @@ fn first_after(config: Config, t0: Instant, gap: Duration, hang_probe: bool) -> 
         else {
             panic!("an open breaker refuses with its end")
         };
-        assert_eq!(twin.arrive(end, &mut rng), Ok(Decision::Admitted), "the probe");
+        assert_eq!(
+            twin.arrive(end, &mut rng),
+            Ok(Decision::Admitted),
+            "the probe"
+        );
         assert_eq!(real.state(), CircuitState::HalfOpen);
         start = end; // the probe is never ended
     }
@@ -303,7 +318,11 @@ fn sweep_the_hung_probes_half_open_period_over_three_circles() {
             };
             let probe_at = Instant::from_secs(6);
             if gap >= bound {
-                assert_eq!(at, probe_at + gap + config.open_wait, "re-opened at {gap:?}");
+                assert_eq!(
+                    at,
+                    probe_at + gap + config.open_wait,
+                    "re-opened at {gap:?}"
+                );
             } else {
                 // The bound is measured from the start of the probe's tick (8,192 ns for 3 h).
                 let expected = probe_at + bound;

@@ -154,11 +154,19 @@ fn a_hung_probe_blocks_no_call_for_ever_checked_at_8_s_60_s_1_h_and_7_days() {
         // Within the default minute in half-open (from the probe at 6 s), then one open wait.
         let bound = at.max(Instant::from_secs(66)) + config.open_wait;
         assert!(by <= bound, "checked at {check:?}: admitted only at {by:?}");
-        assert_eq!(breaker.state(), CircuitState::Closed, "the new probe closed it");
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "the new probe closed it"
+        );
         // The hung probe's outcome, when it finally comes, is late: it changes nothing.
         let mut env = Env::new(by + Duration::from_secs(1), &mut rng);
         hung.settle(&Verdict::Transient, &mut env);
-        assert_eq!(breaker.state(), CircuitState::Closed, "a late probe re-opened it");
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "a late probe re-opened it"
+        );
     }
 }
 

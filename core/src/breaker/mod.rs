@@ -77,12 +77,15 @@
 //! the value it read *before* re-checking that the state word still reads the state the
 //! transition leaves. So a writer that decided on an older state (one preempted across later
 //! transitions) cannot overwrite a later end: its swap finds a newer value, or its re-check a
-//! newer state. Two openers racing from the same state each publish their own end (era first,
-//! then the word: never torn, each read back exactly) and the state's swap picks one of them;
-//! the end left is that of whichever wrote last, each computed from its own `now`, jitter and
-//! growth at the same point of the breaker's history (`loom_breaker` checks that it is whole
-//! and one of theirs). The one exception is an ABA of the low 32 bits: a writer preempted
-//! while later ends are written, until one has exactly the low bits it read.
+//! newer state. Threads racing to make the same transition (two failures settling together,
+//! two calls arriving as the wait ends) each publish their own end, era first, then the word:
+//! never torn, each read back exactly. The state's swap picks one winner, whose event is
+//! emitted; the end left is that of whichever racer published last, computed like the
+//! winner's from the same state at the same moment, with its own `now` and jitter draw
+//! (`loom_breaker` checks it is whole and one of theirs). Taking a loser's end back is not
+//! safe: two racers with equal ends make the take-back erase the winner's. The exception to
+//! all this is an ABA of the low 32 bits: a writer preempted while later ends are written,
+//! until one has exactly the low bits it read.
 //!
 //! A permit leaked with `mem::forget` holds its probe slot until [`Breaker::reset`].
 //!
@@ -478,12 +481,12 @@ impl<W: OutcomeWindow> Breaker<W> {
         }
     }
 
-    /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`,
-    /// then answers whether the state word still reads `from`: the compare-and-swap on `word`
-    /// is from the value read *before* that re-check, so a writer that read an older state
-    /// cannot overwrite the end of a later transition (its swap finds a later value). Fails
-    /// with the state word when it no longer reads `from`. Lock-free: a failed swap means
-    /// another writer's succeeded.
+    /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`
+    /// while the state word still reads `from`. The compare-and-swap on `word` is from the value read
+    /// *before* the state is re-checked, so a writer that decided on an older state cannot
+    /// overwrite the end of a later transition: its swap finds a newer value, or its re-check
+    /// a newer state. Fails with the state word when it no longer reads `from`. Lock-free: a
+    /// failed swap means another writer's succeeded.
     fn publish(
         &self,
         word: &TimeWord,
