@@ -191,3 +191,26 @@ fn while_the_probe_runs_refusals_carry_the_end_of_half_open_then_it_re_opens() {
     hung.settle(&Verdict::Success, &mut env);
     assert_eq!(breaker.state(), CircuitState::Open);
 }
+
+#[test]
+fn with_no_half_open_bound_a_hung_probe_waits_forever_as_documented() {
+    // `max_half_open_wait: None` is resilience4j's default (0): the opt-in to wait on the
+    // probes alone. (Uses the new field: not run on the base.)
+    let config = Config {
+        max_half_open_wait: None,
+        ..four_failures()
+    };
+    let breaker = Breaker::new(config).unwrap();
+    let mut rng = SeededRandom::new(4);
+    let hung = with_a_hung_probe(&breaker, &config, &mut rng);
+    for at in [8, 3_600, 7 * 86_400] {
+        let mut env = Env::new(Instant::from_secs(at), &mut rng);
+        let r = breaker.admit(&mut env).map(|_| ()).unwrap_err();
+        assert_eq!(r.retry_at(), None, "at {at} s");
+        assert_eq!(breaker.state(), CircuitState::HalfOpen);
+    }
+    // Its outcome, whenever it comes, still decides.
+    let mut env = Env::new(Instant::from_secs(8 * 86_400), &mut rng);
+    hung.settle(&Verdict::Success, &mut env);
+    assert_eq!(breaker.state(), CircuitState::Closed);
+}
