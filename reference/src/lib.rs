@@ -23,6 +23,7 @@
 //! the twin is driven single-threaded, where it is exact; where it is approximate even then, the
 //! twin states and checks the bound.
 
+pub mod breaker;
 pub mod bulkhead;
 pub mod timeline;
 pub mod traffic;

@@ -69,6 +69,7 @@ pub struct OpenBackoff {
 /// | `open_jitter_percent` | 10: each wait is shortened by up to 10 % at random | ours: enough to spread a fleet's probes, small enough not to matter to one client |
 /// | `half_open_probes` | 1 | the essay ("a single trial request"), Hystrix, Polly; resilience4j admits 10 |
 /// | `probes_to_close` | all of `half_open_probes` | resilience4j and failsafe-go's default success threshold |
+/// | `max_half_open_wait` | `Some(60 s)`: a probe unsettled after a minute counts as failed | ours, after resilience4j's `maxWaitDurationInHalfOpenState`, whose default (0 = wait forever) is the hung-probe bug of issue 13; 60 s is nginx's default `proxy_read_timeout` and AWS ALB's default idle timeout, so a probe still running then would have been cut off by the proxy in front of most upstreams |
 ///
 /// ```
 /// use resilix::breaker::Config;
@@ -101,6 +102,14 @@ pub struct Config {
     /// How many of those must succeed to close, `1..=half_open_probes`. The circuit re-opens
     /// as soon as so many have failed that this can no longer be reached.
     pub probes_to_close: u8,
+    /// The longest the circuit stays half-open waiting on its probes. A call arriving after
+    /// it, with the circuit still half-open, re-opens the circuit instead (the unsettled probes
+    /// count as failed: the wait grows as for any failed probe, and their late outcomes are
+    /// ignored), so a probe that never settles cannot hold the circuit half-open forever.
+    /// While the probes are all taken, refusals carry this instant as their retry-at.
+    /// `None` waits on the probes forever (resilience4j's default of 0, not recommended: a
+    /// probe that hangs then blocks the circuit for good). Not zero.
+    pub max_half_open_wait: Option<Duration>,
 }
 
 impl Config {
@@ -115,6 +124,7 @@ impl Config {
         open_jitter_percent: 10,
         half_open_probes: 1,
         probes_to_close: 1,
+        max_half_open_wait: Some(Duration::from_secs(60)),
     };
 
     /// The longest the circuit can stay open before a probe: the backoff cap, or the wait.
@@ -175,6 +185,11 @@ impl Config {
                 half_open_probes: self.half_open_probes,
             });
         }
+        if let Some(w) = self.max_half_open_wait
+            && w.is_zero()
+        {
+            return Err(ConfigError::HalfOpenWaitZero);
+        }
         Ok(())
     }
 }
@@ -228,6 +243,9 @@ pub enum ConfigError {
         /// As configured.
         half_open_probes: u8,
     },
+    /// The maximum half-open wait is zero: every probe would expire as it is admitted (use
+    /// `None` to wait on the probes forever).
+    HalfOpenWaitZero,
     /// The window is empty (zero length, zero calls, or zero buckets).
     WindowEmpty,
     /// A count window larger than its ring's capacity.
@@ -294,6 +312,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "probes to close {probes_to_close} is out of range 1..={half_open_probes} (the half-open probes)"
             ),
+            ConfigError::HalfOpenWaitZero => f.write_str(
+                "max half-open wait is 0: every probe would expire at once (use None to wait on probes forever)",
+            ),
             ConfigError::WindowEmpty => {
                 f.write_str("the window is empty: give it a length, calls, and buckets")
             }
@@ -330,6 +351,10 @@ mod tests {
         assert_eq!(Config::DEFAULT.failure_rate_above_percent, Some(50));
         assert_eq!(Config::DEFAULT.open_wait, Duration::from_secs(5));
         assert_eq!(Config::DEFAULT.half_open_probes, 1);
+        assert_eq!(
+            Config::DEFAULT.max_half_open_wait,
+            Some(Duration::from_secs(60))
+        );
     }
 
     #[test]
@@ -453,6 +478,13 @@ mod tests {
                     half_open_probes: 3,
                 },
             ),
+            (
+                Config {
+                    max_half_open_wait: Some(Duration::ZERO),
+                    ..d
+                },
+                ConfigError::HalfOpenWaitZero,
+            ),
         ];
         let mut texts = BTreeSet::new();
         for (config, error) in cases {
@@ -511,6 +543,18 @@ mod tests {
             Config {
                 half_open_probes: 15,
                 probes_to_close: 1,
+                ..d
+            },
+            Config {
+                max_half_open_wait: None,
+                ..d
+            },
+            Config {
+                max_half_open_wait: Some(Duration::from_nanos(1)),
+                ..d
+            },
+            Config {
+                max_half_open_wait: Some(Duration::MAX),
                 ..d
             },
         ];

@@ -1,5 +1,5 @@
-//! The breaker's decisions as pure functions of a small snapshot: the state word, the time as a
-//! tick word, and the counts. No atomics here; `mod.rs` stores what these return with
+//! The breaker's decisions as pure functions of a small snapshot: the state word, the time as
+//! full (widened, 64-bit) tick counts, and the counts. No atomics here; `mod.rs` stores what these return with
 //! compare-and-swap, and the tests and fuzzer can drive these directly.
 
 use super::config::Config;
@@ -16,6 +16,30 @@ pub(crate) struct Transition {
     pub(crate) cause: TransitionCause,
 }
 
+/// Where the timer of the state read stands at `now`: the open wait in open, the maximum
+/// half-open wait in half-open. Ends are full (widened) tick counts of the timer's own scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// No timer runs (or half-open waits on its probes forever).
+    Never,
+    /// The timer ends at this tick.
+    Until(u64),
+    /// The timer has run out.
+    Over,
+}
+
+/// The timer ending at `end`, read at `now` (full tick counts, compared in 64 bits, so no idle
+/// gap of any length can alias). A remaining time longer than the longest the timer can run
+/// can only come from time going backwards: it reads as over, so a breaker can probe early
+/// but never waits longer than its longest wait after it last read the time correctly.
+pub(crate) const fn clock(now: u64, end: u64, longest: u64) -> Clock {
+    if end > now && end - now <= longest {
+        Clock::Until(end)
+    } else {
+        Clock::Over
+    }
+}
+
 /// What `admit` should do with the state it read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Admission {
@@ -29,38 +53,22 @@ pub(crate) enum Admission {
         next: Word,
         transition: Option<Transition>,
     },
-    /// Refuse. `wait` is the ticks until the next probe, when known (an open wait); `None`
-    /// when the breaker waits on an event (probes in flight, the operator).
-    Refuse { wait: Option<u32> },
+    /// Half-open ran out of time with its probes unsettled: re-open (store `next` with a new
+    /// open wait, as for a failed probe) and refuse until the wait ends.
+    Expire { next: Word, transition: Transition },
+    /// Refuse. `until` is the tick (of the state's timer) at which the breaker next acts by
+    /// itself, when known; `None` when it waits on an event (probes, the operator).
+    Refuse { until: Option<u64> },
 }
 
-/// Open waits end when `now` reaches `open_until`. A remaining time of more than the longest
-/// possible wait can only come from time going backwards (or a jump that aliased the tick
-/// word): it reads as "the wait is over", so a breaker can probe early but never stays open
-/// longer than its longest wait after it last read the time correctly.
-pub(crate) const fn remaining_wait(now: u32, open_until: u32, longest_wait: u32) -> Option<u32> {
-    let remaining = open_until.wrapping_sub(now);
-    if remaining != 0 && remaining <= longest_wait {
-        Some(remaining)
-    } else {
-        None
-    }
-}
-
-pub(crate) const fn admission(
-    word: Word,
-    now: u32,
-    open_until: u32,
-    longest_wait: u32,
-    probes: u8,
-) -> Admission {
+pub(crate) const fn admission(word: Word, clock: Clock, probes: u8) -> Admission {
     match word.state {
         CircuitState::Closed => Admission::Counted,
         CircuitState::Disabled => Admission::Bypass,
-        CircuitState::ForcedOpen => Admission::Refuse { wait: None },
-        CircuitState::Open => match remaining_wait(now, open_until, longest_wait) {
-            Some(wait) => Admission::Refuse { wait: Some(wait) },
-            None => {
+        CircuitState::ForcedOpen => Admission::Refuse { until: None },
+        CircuitState::Open => match clock {
+            Clock::Until(end) => Admission::Refuse { until: Some(end) },
+            Clock::Over | Clock::Never => {
                 // The thread that moves the circuit to half-open takes the first probe in the
                 // same swap, so no other thread can slip in between.
                 let mut next = word.next(CircuitState::HalfOpen);
@@ -75,18 +83,28 @@ pub(crate) const fn admission(
                 }
             }
         },
-        CircuitState::HalfOpen => {
-            if word.probes_taken() < probes {
+        CircuitState::HalfOpen => match clock {
+            // Checked before the free slots: half-open lasts at most its maximum wait, even
+            // with a slot free (a probe that hangs while others succeed blocks closing too).
+            Clock::Over => Admission::Expire {
+                next: word.next(CircuitState::Open),
+                transition: Transition {
+                    from: CircuitState::HalfOpen,
+                    to: CircuitState::Open,
+                    cause: TransitionCause::ProbesFailed,
+                },
+            },
+            _ if word.probes_taken() < probes => {
                 let mut next = word;
                 next.in_flight += 1;
                 Admission::Probe {
                     next,
                     transition: None,
                 }
-            } else {
-                Admission::Refuse { wait: None }
             }
-        }
+            Clock::Until(end) => Admission::Refuse { until: Some(end) },
+            Clock::Never => Admission::Refuse { until: None },
+        },
     }
 }
 
@@ -222,25 +240,25 @@ mod tests {
     #[test]
     fn closed_and_disabled_admit_forced_open_refuses_without_a_time() {
         let w = Word::INITIAL;
-        assert_eq!(admission(w, 0, 0, 10, 1), Admission::Counted);
+        assert_eq!(admission(w, Clock::Never, 1), Admission::Counted);
         let d = w.next(CircuitState::Disabled);
-        assert_eq!(admission(d, 0, 0, 10, 1), Admission::Bypass);
+        assert_eq!(admission(d, Clock::Over, 1), Admission::Bypass);
         let f = w.next(CircuitState::ForcedOpen);
-        assert_eq!(admission(f, 0, 0, 10, 1), Admission::Refuse { wait: None });
+        assert_eq!(
+            admission(f, Clock::Over, 1),
+            Admission::Refuse { until: None }
+        );
     }
 
     #[test]
     fn open_refuses_until_the_wait_ends_then_takes_the_first_probe() {
         let open = Word::INITIAL.next(CircuitState::Open);
+        assert_eq!(clock(100, 150, 60), Clock::Until(150));
         assert_eq!(
-            admission(open, 100, 150, 60, 1),
-            Admission::Refuse { wait: Some(50) }
+            admission(open, clock(149, 150, 60), 1),
+            Admission::Refuse { until: Some(150) }
         );
-        assert_eq!(
-            admission(open, 149, 150, 60, 1),
-            Admission::Refuse { wait: Some(1) }
-        );
-        match admission(open, 150, 150, 60, 1) {
+        match admission(open, clock(150, 150, 60), 1) {
             Admission::Probe { next, transition } => {
                 assert_eq!(next, half_open(2, 1, 0, 0));
                 assert_eq!(transition.unwrap().cause, TransitionCause::WaitElapsed);
@@ -250,24 +268,32 @@ mod tests {
     }
 
     #[test]
-    fn backwards_time_or_an_aliased_jump_ends_the_wait_early_never_late() {
+    fn backwards_time_ends_the_wait_early_never_late_and_nothing_aliases() {
         // now before the wait began: the remaining time exceeds the longest wait.
-        assert_eq!(remaining_wait(10, 150, 60), None);
-        // now far past, wrapped: remaining reads huge.
-        assert_eq!(remaining_wait(151, 150, 60), None);
+        assert_eq!(clock(10, 150, 60), Clock::Over);
+        assert_eq!(clock(151, 150, 60), Clock::Over);
+        // Full counts: a whole 32-bit circle later is long over, not "5 ticks left".
+        assert_eq!(clock(u32::MAX as u64 + 1, 5, 60), Clock::Over);
         assert_eq!(
-            remaining_wait(u32::MAX, 5, 60),
-            Some(6),
-            "wraps across the word"
+            clock((1 << 32) + 10, (1 << 32) + 15, 60),
+            Clock::Until((1 << 32) + 15)
         );
-        assert_eq!(remaining_wait(0, 0, 0), None);
+        assert_eq!(clock(0, 0, 0), Clock::Over);
     }
 
     #[test]
     fn half_open_admits_exactly_n_counting_settled_probes() {
         let w = half_open(2, 2, 1, 0);
-        assert_eq!(admission(w, 0, 0, 0, 3), Admission::Refuse { wait: None });
-        match admission(half_open(2, 1, 1, 0), 0, 0, 0, 3) {
+        assert_eq!(
+            admission(w, Clock::Never, 3),
+            Admission::Refuse { until: None }
+        );
+        assert_eq!(
+            admission(w, Clock::Until(77), 3),
+            Admission::Refuse { until: Some(77) },
+            "the expiry is the retry-at"
+        );
+        match admission(half_open(2, 1, 1, 0), Clock::Never, 3) {
             Admission::Probe {
                 next,
                 transition: None,
@@ -276,13 +302,26 @@ mod tests {
         }
         // the maximum: 15 probes
         assert!(matches!(
-            admission(half_open(0, 14, 0, 0), 0, 0, 0, 15),
+            admission(half_open(0, 14, 0, 0), Clock::Never, 15),
             Admission::Probe { .. }
         ));
         assert_eq!(
-            admission(half_open(0, 15, 0, 0), 0, 0, 0, 15),
-            Admission::Refuse { wait: None }
+            admission(half_open(0, 15, 0, 0), Clock::Never, 15),
+            Admission::Refuse { until: None }
         );
+    }
+
+    #[test]
+    fn half_open_past_its_maximum_wait_reopens_even_with_a_slot_free() {
+        for w in [half_open(4, 1, 0, 0), half_open(4, 0, 1, 0)] {
+            match admission(w, Clock::Over, 2) {
+                Admission::Expire { next, transition } => {
+                    assert_eq!((next.state, next.epoch), (CircuitState::Open, 5));
+                    assert_eq!(transition.cause, TransitionCause::ProbesFailed);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]
@@ -328,7 +367,10 @@ mod tests {
     fn a_dropped_probe_frees_its_slot() {
         let w = probe_dropped(half_open(3, 1, 0, 0), 3).unwrap();
         assert_eq!(w, half_open(3, 0, 0, 0));
-        assert!(matches!(admission(w, 0, 0, 0, 1), Admission::Probe { .. }));
+        assert!(matches!(
+            admission(w, Clock::Never, 1),
+            Admission::Probe { .. }
+        ));
     }
 
     #[test]

@@ -31,11 +31,17 @@
 //!
 //! **Half-open** admits exactly `half_open_probes` probes under any concurrency: the probe count
 //! lives in the same 32-bit state word as the state, and a probe is taken by one
-//! compare-and-swap of that word. Everyone else is refused with `circuit-open` (no retry-at:
-//! the breaker waits on the probes, not on a clock). It closes as soon as `probes_to_close`
-//! probes succeeded and re-opens as soon as that has become impossible. A dropped probe frees
-//! its slot, so the breaker is never stuck half-open (resilience4j #544/#858/#935); a probe
-//! settled with `Rejected` is treated as dropped.
+//! compare-and-swap of that word. Everyone else is refused with `circuit-open`, with the end of
+//! the half-open period as retry-at ([`Config::max_half_open_wait`], a minute by default; no
+//! retry-at when it is `None`). It closes as soon as `probes_to_close` probes succeeded and
+//! re-opens as soon as that has become impossible. A dropped probe frees its slot, so the
+//! breaker is never stuck half-open by a cancelled call (resilience4j #544/#858/#935); a probe
+//! settled with `Rejected` is treated as dropped. A probe that is never settled nor dropped
+//! (a call that hangs) holds its slot only until the half-open period ends: the first call
+//! after it re-opens the circuit, as a failed probe would (cause
+//! [`TransitionCause::ProbesFailed`]; the wait grows), and is refused until the new wait ends;
+//! the hung probe's outcome, if it ever comes, is late (resilience4j's
+//! `maxWaitDurationInHalfOpenState`, which there defaults to waiting forever).
 //!
 //! **Epochs**: every transition increments an epoch kept in the state word, and a permit carries
 //! the epoch that issued it. An outcome from an earlier epoch is ignored: a call admitted before
@@ -53,17 +59,33 @@
 //! cleared), and the growth count of the open wait (a re-open racing the next one may miss one
 //! step).
 //!
-//! **Time** is stored as 32-bit tick words on the finest scale on which the longest open wait
-//! is under 2^31 ticks (see `time::ticks`), so the tick word repeats every 2^32 ticks, at
-//! least twice the longest wait. The open wait ends when the remaining time reaches zero *or*
-//! reads longer than the longest possible wait. So: time going back a little lets a probe
-//! through early; time going back, or jumping ahead, by more than the word's period can alias
-//! to a remaining time within the longest wait, and the circuit then waits that long again.
-//! Whatever the time does, the remaining wait reported from any reading is at most the
-//! longest wait: once time moves forward again, a probe is admitted within it. Nothing
-//! panics. A trip decision that is preempted for longer
-//! than an open wait may, when it resumes, shorten the open wait of a later opening (it writes
-//! its own end of wait before its compare-and-swap fails); it cannot lengthen one.
+//! **Time**: the end of the open wait and the end of the half-open period are each stored as
+//! a 32-bit tick word beside its era (the word's high part, in quarter circles; see
+//! `time::era`), and read back as a full 64-bit tick count compared with `now`'s in 64-bit
+//! arithmetic: no idle gap of any length, a second or ten years, changes a decision. Each timer
+//! has its own scale, the finest on which its longest run is under 2^31 ticks (4 ns for the
+//! default 5 s wait, 32 ns for the minute in half-open). A remaining time longer than the
+//! timer's longest run can only come from time going backwards: it reads as over, so the
+//! breaker probes early (and a half-open period ends) rather than waiting for time to catch up.
+//! Time going backwards by more than a quarter of a word's circle leaves that word's era ahead
+//! of the clock, and every end written until time catches up reads as over: the breaker then
+//! probes on the first call after each opening, but is never stuck. Nothing panics.
+//!
+//! **Who writes an end**: the thread that makes the transition (the opener, or the thread that
+//! takes the first probe out of open), *before* its compare-and-swap on the state word, so no
+//! reader ever sees the new state with the previous end. It writes by compare-and-swap from
+//! the value it read *before* re-checking that the state word still reads the state the
+//! transition leaves. So a writer that decided on an older state (one preempted across later
+//! transitions) cannot overwrite a later end: its swap finds a newer value, or its re-check a
+//! newer state. Threads racing to make the same transition (two failures settling together,
+//! two calls arriving as the wait ends) each publish their own end, era first, then the word:
+//! never torn, each read back exactly. The state's swap picks one winner, whose event is
+//! emitted; the end left is that of whichever racer published last, computed like the
+//! winner's from the same state at the same moment, with its own `now` and jitter draw
+//! (`loom_breaker` checks it is whole and one of theirs). Taking a loser's end back is not
+//! safe: two racers with equal ends make the take-back erase the winner's. The exception to
+//! all this is an ABA of the low 32 bits: a writer preempted while later ends are written,
+//! until one has exactly the low bits it read.
 //!
 //! A permit leaked with `mem::forget` holds its probe slot until [`Breaker::reset`].
 //!
@@ -134,7 +156,7 @@ pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
 pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
 pub use crate::observe::{CircuitState, TransitionCause};
 
-use self::decide::{Admission, Transition};
+use self::decide::{Admission, Clock, Transition};
 use self::word::Word;
 use crate::observe::{Event, Observer};
 use crate::permit::{Env, Permit, Policy};
@@ -142,6 +164,7 @@ use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::Instant;
+use crate::time::era::{Era, EraSeen, widen};
 use crate::time::ticks::TickScale;
 use crate::verdict::Verdict;
 
@@ -167,24 +190,80 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Breaker<W = TimeBuckets<10>> {
     config: Config,
+    /// The open wait's scale: the finest on which the longest open wait is under 2^31 ticks.
     scale: TickScale,
+    /// The longest open wait, in ticks of `scale`.
     longest_wait: u32,
+    /// The maximum half-open wait's scale, and that wait in its ticks (0: none configured).
+    half_scale: TickScale,
+    half_wait: u32,
     state: AtomicU32,
-    /// Tick word at which the current open wait ends; meaningful only while open.
-    open_until: AtomicU32,
+    /// Where the current open wait ends; meaningful only while open.
+    open_until: TimeWord,
+    /// Where the current half-open period ends; meaningful only while half-open with a
+    /// maximum half-open wait.
+    probe_until: TimeWord,
     /// Consecutive re-opens since the circuit last closed: how far the wait has grown.
     reopens: AtomicU32,
     consecutive_failures: AtomicU32,
     window: W,
 }
 
-const fn checked(config: &Config) -> Result<(TickScale, u32), ConfigError> {
+/// The scales and lengths of a valid configuration's two timers.
+#[derive(Clone, Copy)]
+struct Timers {
+    scale: TickScale,
+    longest_wait: u32,
+    half_scale: TickScale,
+    half_wait: u32,
+}
+
+const fn checked(config: &Config) -> Result<Timers, ConfigError> {
     if let Err(e) = config.validate() {
         return Err(e);
     }
     let longest = config.longest_open_wait();
     let scale = TickScale::covering(longest);
-    Ok((scale, scale.ticks_in(longest)))
+    let (half_scale, half_wait) = match config.max_half_open_wait {
+        Some(w) => {
+            let s = TickScale::covering(w);
+            (s, s.ticks_in(w))
+        }
+        None => (scale, 0),
+    };
+    Ok(Timers {
+        scale,
+        longest_wait: scale.ticks_in(longest),
+        half_scale,
+        half_wait,
+    })
+}
+
+/// A stored end of a timer: the low 32 bits of its full tick count, beside their [`Era`]
+/// (see `time::era`). Written only by compare-and-swap from a value read *before* the writer
+/// re-checked the state word (see [`Breaker::publish`]).
+#[derive(Debug)]
+struct TimeWord {
+    low: AtomicU32,
+    era: Era,
+}
+
+impl TimeWord {
+    crate::sync::const_fn_unless_loom! {
+        fn new() -> TimeWord {
+            TimeWord { low: AtomicU32::new(0), era: Era::new() }
+        }
+    }
+
+    /// The stored end: its low bits and era as read (for a writer's compare-and-swap) and
+    /// the full count. `ahead` is the longest the timer runs: how far past its writer's own
+    /// `now` a stored end can point.
+    #[inline]
+    fn read(&self, ahead: u32) -> (u32, EraSeen, u64) {
+        let low = self.low.load(Ordering::Acquire);
+        let seen = self.era.read();
+        (low, seen, widen(low, 32, seen, ahead as u64))
+    }
 }
 
 impl Breaker<TimeBuckets<10>> {
@@ -220,8 +299,8 @@ impl<const B: usize> Breaker<TimeBuckets<B>> {
         /// # let _ = breaker;
         /// ```
         pub fn time_based(config: Config, length: Duration) -> Result<Self, ConfigError> {
-            let (scale, longest_wait) = match checked(&config) {
-                Ok(parts) => parts,
+            let t = match checked(&config) {
+                Ok(t) => t,
                 Err(e) => return Err(e),
             };
             if B == 0 || length.is_zero() {
@@ -229,10 +308,13 @@ impl<const B: usize> Breaker<TimeBuckets<B>> {
             }
             Ok(Breaker {
                 config,
-                scale,
-                longest_wait,
+                scale: t.scale,
+                longest_wait: t.longest_wait,
+                half_scale: t.half_scale,
+                half_wait: t.half_wait,
                 state: AtomicU32::new(Word::INITIAL.pack()),
-                open_until: AtomicU32::new(0),
+                open_until: TimeWord::new(),
+                probe_until: TimeWord::new(),
                 reopens: AtomicU32::new(0),
                 consecutive_failures: AtomicU32::new(0),
                 window: TimeBuckets::new(length),
@@ -246,8 +328,8 @@ impl<const WORDS: usize> Breaker<CallRing<WORDS>> {
         /// A breaker counting the last `calls` calls, `1..=16 × WORDS`. With a failure or
         /// slow-call rate configured, `calls` must be at least `minimum_calls`.
         pub fn count_based(config: Config, calls: u32) -> Result<Self, ConfigError> {
-            let (scale, longest_wait) = match checked(&config) {
-                Ok(parts) => parts,
+            let t = match checked(&config) {
+                Ok(t) => t,
                 Err(e) => return Err(e),
             };
             if calls == 0 {
@@ -266,10 +348,13 @@ impl<const WORDS: usize> Breaker<CallRing<WORDS>> {
             }
             Ok(Breaker {
                 config,
-                scale,
-                longest_wait,
+                scale: t.scale,
+                longest_wait: t.longest_wait,
+                half_scale: t.half_scale,
+                half_wait: t.half_wait,
                 state: AtomicU32::new(Word::INITIAL.pack()),
-                open_until: AtomicU32::new(0),
+                open_until: TimeWord::new(),
+                probe_until: TimeWord::new(),
                 reopens: AtomicU32::new(0),
                 consecutive_failures: AtomicU32::new(0),
                 window: CallRing::new(calls),
@@ -396,27 +481,63 @@ impl<W: OutcomeWindow> Breaker<W> {
         }
     }
 
-    /// Publishes the end of the open wait, then tries to move from `from` to open. The end is
-    /// written first so that no reader ever sees the new open state with a stale end.
+    /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`
+    /// while the state word still reads `from`. The compare-and-swap on `word` is from the value read
+    /// *before* the state is re-checked, so a writer that decided on an older state cannot
+    /// overwrite the end of a later transition: its swap finds a newer value, or its re-check
+    /// a newer state. Fails with the state word when it no longer reads `from`. Lock-free: a
+    /// failed swap means another writer's succeeded.
+    fn publish(
+        &self,
+        word: &TimeWord,
+        ahead: u32,
+        from: u32,
+        now: u64,
+        end: u64,
+    ) -> Result<(), u32> {
+        loop {
+            let (low, seen, _) = word.read(ahead);
+            let state = self.state.load(Ordering::Acquire);
+            if state != from {
+                return Err(state);
+            }
+            // Era first: every reader that sees the new end widens it with an era covering
+            // this writer's `now`.
+            word.era.cover(seen, now, 32);
+            if word
+                .low
+                .compare_exchange(low, end as u32, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Publishes the end of an open wait starting at `env.now`, then moves the state from
+    /// `from` to `next` (open). The end is written first so that no reader ever sees the new
+    /// open state with a stale end. Answers the end (a full tick count), or the state word that
+    /// was found instead of `from`.
     fn open<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         from: u32,
         next: Word,
         reopens: u32,
         env: &mut Env<'_, R, O>,
-    ) -> Result<(), u32> {
+    ) -> Result<u64, u32> {
         let wait = decide::open_wait_nanos(&self.config, reopens, &mut *env.rng);
         let ticks = self
             .scale
             .ticks_in(Duration::from_nanos(wait))
             .clamp(1, self.longest_wait.max(1));
-        // The end as an instant, saturated: at the end of the timeline the wait ends there
-        // rather than past a time that can never come.
-        let until = self.scale.ticks(self.scale.instant_after(env.now, ticks));
-        self.open_until.store(until, Ordering::Release);
+        let now = self.scale.wide(env.now);
+        // Saturated at the end of the timeline: the wait ends there rather than past a time
+        // that can never come.
+        let end = (now + ticks as u64).min(self.scale.wide(Instant::MAX));
+        self.publish(&self.open_until, self.longest_wait, from, now, end)?;
         self.state
             .compare_exchange(from, next.pack(), Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
+            .map(|_| end)
     }
 
     #[inline]
@@ -509,9 +630,9 @@ impl<W: OutcomeWindow> Breaker<W> {
             };
             let reopens = self.reopens.load(Ordering::Relaxed);
             let swapped = match transition {
-                Some(t) if t.to == CircuitState::Open => {
-                    self.open(current, next, reopens.saturating_add(1), env)
-                }
+                Some(t) if t.to == CircuitState::Open => self
+                    .open(current, next, reopens.saturating_add(1), env)
+                    .map(|_| ()),
                 other => {
                     if other.is_some() {
                         // Nothing records while half-open, so clearing before the swap loses no
@@ -591,16 +712,28 @@ impl<W: OutcomeWindow> Breaker<W> {
         mut current: u32,
         env: &mut Env<'_, R, O>,
     ) -> Result<BreakerPermit<'_, W>, Rejection> {
-        let now = self.scale.ticks(env.now);
         loop {
             let word = Word::unpack(current);
-            // Every wait ends by the end of the timeline (its end is saturated there), but the
-            // tick word cannot tell: at `Instant::MAX`, where time can no longer move, the
-            // wait is over.
-            let open_until = if env.now == Instant::MAX {
-                now
-            } else {
-                self.open_until.load(Ordering::Acquire)
+            // The timer of the state read, loaded after the state word (Acquire), so it is at
+            // least as new as the transition that produced that state.
+            let (clock, scale) = match word.state {
+                CircuitState::Open => {
+                    let (_, _, end) = self.open_until.read(self.longest_wait);
+                    let now = self.scale.wide(env.now);
+                    (
+                        decide::clock(now, end, self.longest_wait as u64),
+                        self.scale,
+                    )
+                }
+                CircuitState::HalfOpen if self.half_wait != 0 => {
+                    let (_, _, end) = self.probe_until.read(self.half_wait);
+                    let now = self.half_scale.wide(env.now);
+                    (
+                        decide::clock(now, end, self.half_wait as u64),
+                        self.half_scale,
+                    )
+                }
+                _ => (Clock::Never, self.scale),
             };
             let permit = |role, epoch| BreakerPermit {
                 breaker: Some(self),
@@ -608,23 +741,42 @@ impl<W: OutcomeWindow> Breaker<W> {
                 role,
                 admitted_at: env.now,
             };
-            match decide::admission(
-                word,
-                now,
-                open_until,
-                self.longest_wait,
-                self.config.half_open_probes,
-            ) {
+            match decide::admission(word, clock, self.config.half_open_probes) {
                 Admission::Counted => return Ok(permit(Role::Counted, word.epoch)),
                 Admission::Bypass => return Ok(permit(Role::Bypass, word.epoch)),
-                Admission::Refuse { wait: Some(ticks) } => {
-                    let at = self.scale.instant_after(env.now, ticks);
+                Admission::Refuse { until: Some(end) } => {
+                    let at = scale.instant_at(end);
                     return Err(Rejection::until(RejectReason::CircuitOpen, at));
                 }
-                Admission::Refuse { wait: None } => {
+                Admission::Refuse { until: None } => {
                     return Err(Rejection::new(RejectReason::CircuitOpen));
                 }
+                Admission::Expire { next, transition } => {
+                    let reopens = self.reopens.load(Ordering::Relaxed);
+                    match self.open(current, next, reopens.saturating_add(1), env) {
+                        Ok(end) => {
+                            self.reopens
+                                .store(reopens.saturating_add(1), Ordering::Relaxed);
+                            self.emit(transition, env);
+                            let at = self.scale.instant_at(end);
+                            return Err(Rejection::until(RejectReason::CircuitOpen, at));
+                        }
+                        Err(actual) => current = actual,
+                    }
+                }
                 Admission::Probe { next, transition } => {
+                    // Entering half-open: publish when it ends before the swap that enters.
+                    if transition.is_some() && self.half_wait != 0 {
+                        let now = self.half_scale.wide(env.now);
+                        let end =
+                            (now + self.half_wait as u64).min(self.half_scale.wide(Instant::MAX));
+                        if let Err(actual) =
+                            self.publish(&self.probe_until, self.half_wait, current, now, end)
+                        {
+                            current = actual;
+                            continue;
+                        }
+                    }
                     match self.state.compare_exchange(
                         current,
                         next.pack(),

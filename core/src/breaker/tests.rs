@@ -149,7 +149,8 @@ fn open_refuses_with_the_next_probe_instant_then_one_probe_closes() {
     let r = b.admit(&mut env).unwrap_err();
     assert_eq!(
         (r.reason(), r.retry_at()),
-        (RejectReason::CircuitOpen, None)
+        (RejectReason::CircuitOpen, Some(Instant::from_secs(66))),
+        "refused until the 60 s maximum half-open wait runs out"
     );
     probe.settle(&OK, &mut env);
     assert_eq!(b.state(), Closed);
@@ -502,46 +503,28 @@ fn time_edges_zero_backwards_a_year_and_the_end_of_time() {
         b.admit(&mut env).unwrap().is_probe(),
         "backwards time probes early"
     );
-    // Further back than the tick word's period (2^32 ticks of 4 ns = 17 s here), the word
-    // aliases: the breaker may wait again, but never longer than its longest wait.
-    let mut rig = Rig::new();
-    let b = Breaker::new(config).unwrap();
-    let mut env = rig.env(Instant::from_secs(100));
-    call(&b, &mut env, FAIL).unwrap();
+    // Further back than the tick word's circle (2^32 ticks of 4 ns = 17 s here): the ends are
+    // compared as full counts, so nothing aliases and every backwards reading probes early.
     for back in [50u64, 10, 0] {
+        let mut rig = Rig::new();
+        let b = Breaker::new(config).unwrap();
+        let mut env = rig.env(Instant::from_secs(100));
+        call(&b, &mut env, FAIL).unwrap();
         env.now = Instant::from_secs(back);
-        if let Err(r) = b.admit(&mut env) {
-            assert!(
-                r.retry_at().unwrap() - env.now <= Duration::from_secs(5),
-                "{r:?}"
-            );
-        } else {
-            break;
-        }
+        assert!(b.admit(&mut env).unwrap().is_probe(), "back to {back} s");
     }
 
-    // A year later.
-    let mut rig = Rig::new();
-    let b = Breaker::new(config).unwrap();
-    let mut env = rig.env(Instant::from_secs(100));
-    call(&b, &mut env, FAIL).unwrap();
-    env.now = Instant::from_secs(100 + 365 * 86_400);
-    let year = b.admit(&mut env);
-    // The tick word may alias: then it waits at most the longest wait, and no longer.
-    let admitted_by = match year {
-        Ok(p) => {
-            p.settle(&OK, &mut env);
-            env.now
-        }
-        Err(r) => {
-            let at = r.retry_at().unwrap();
-            assert!(at - env.now <= Duration::from_secs(5));
-            env.now = at;
-            call(&b, &mut env, OK).unwrap();
-            at
-        }
-    };
-    assert_eq!(b.state(), Closed, "closed by {admitted_by:?}");
+    // A year later, and a whole number of circles later: the wait is long over.
+    for later in [365 * 86_400, 3 * 17_179_869_184 / 1_000_000_000, 17] {
+        let mut rig = Rig::new();
+        let b = Breaker::new(config).unwrap();
+        let mut env = rig.env(Instant::from_secs(100));
+        call(&b, &mut env, FAIL).unwrap();
+        env.now = Instant::from_secs(100 + later);
+        let p = b.admit(&mut env).unwrap();
+        p.settle(&OK, &mut env);
+        assert_eq!(b.state(), Closed, "{later} s later");
+    }
 
     // Opened just before the end of time: the wait ends at the end, not past it.
     let mut rig = Rig::new();
@@ -549,15 +532,18 @@ fn time_edges_zero_backwards_a_year_and_the_end_of_time() {
     let mut env = rig.env(Instant::MAX - Duration::from_nanos(240));
     call(&b, &mut env, FAIL).unwrap();
     let r = b.admit(&mut env).unwrap_err();
-    assert_eq!(r.retry_at(), Some(Instant::MAX));
+    // The start of the timeline's last 4 ns tick, where the saturated end lies.
+    let last_tick = Instant::MAX - Duration::from_nanos(3);
+    assert_eq!(r.retry_at(), Some(last_tick));
+    env.now = last_tick - Duration::from_nanos(1);
+    assert!(b.admit(&mut env).is_err(), "still open a tick before");
     env.now = Instant::MAX;
     assert!(
         b.admit(&mut env).unwrap().is_probe(),
         "time cannot pass the end: probe there"
     );
 
-    // Opened long ago, then the clock jumps to the end: the tick word may alias, but time
-    // cannot move past the end, so the wait is over there.
+    // Opened long ago, then the clock jumps to the end: the wait is long over.
     let mut rig = Rig::new();
     let b = Breaker::new(config).unwrap();
     let mut env = rig.env(Instant::from_secs(1));
@@ -579,14 +565,24 @@ fn time_edges_zero_backwards_a_year_and_the_end_of_time() {
     env.now = Instant::MAX;
     call(&b, &mut env, FAIL).unwrap();
     env.now = Instant::ZERO;
-    // From the end of time back to zero: the probe comes early (or, had the word aliased,
-    // within the 5 s wait), and nothing panics.
+    // From the end of time back to zero, further back than the eras can follow: every timer
+    // reads as over (time went backwards), so the breaker probes at once, a half-open period
+    // expires at the next call, and a probe that succeeds closes it. Never stuck, no panic.
     if let Err(r) = b.admit(&mut env) {
         assert!(r.retry_at().unwrap() <= Instant::from_secs(5), "{r:?}");
-        env.now = r.retry_at().unwrap();
     }
-    call(&b, &mut env, OK).unwrap();
-    assert_eq!(b.state(), Closed);
+    let mut closed_after = None;
+    for i in 0..3 {
+        match call(&b, &mut env, OK) {
+            Ok(()) if b.state() == Closed => {
+                closed_after = Some(i);
+                break;
+            }
+            Ok(()) => {}
+            Err(r) => assert!(r.retry_at().unwrap() <= Instant::from_secs(5), "{r:?}"),
+        }
+    }
+    assert!(closed_after.is_some(), "stuck in {:?}", b.state());
 }
 
 #[test]
