@@ -101,17 +101,30 @@ impl Timeline {
     }
 }
 
-/// A [`Random`] that reads a fuzzer's bytes, then zeros: the fuzzer steers every choice of a
-/// differential run (gaps, arrivals, verdicts) through the same driver the property tests use.
+/// A [`Random`] that reads a fuzzer's bytes, then goes on with a generator seeded from them:
+/// the fuzzer steers every choice of a differential run (gaps, arrivals, verdicts) through the
+/// same driver the property tests use. (Going on with zeros would hang: `Random::below`
+/// rejects a zero draw for most bounds and draws again, for ever.)
 #[derive(Clone, Debug)]
 pub struct Bytes<'a> {
     data: &'a [u8],
+    rest: resilix::random::SeededRandom,
 }
 
 impl<'a> Bytes<'a> {
     /// Reads `data`.
     pub const fn new(data: &'a [u8]) -> Bytes<'a> {
-        Bytes { data }
+        // FNV-1a over the whole input: the same bytes give the same run.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut i = 0;
+        while i < data.len() {
+            hash = (hash ^ data[i] as u64).wrapping_mul(0x0100_0000_01b3);
+            i += 1;
+        }
+        Bytes {
+            data,
+            rest: resilix::random::SeededRandom::new(hash),
+        }
     }
 
     /// Whether every byte has been read.
@@ -122,6 +135,9 @@ impl<'a> Bytes<'a> {
 
 impl Random for Bytes<'_> {
     fn next_u32(&mut self) -> u32 {
+        if self.data.is_empty() {
+            return self.rest.next_u32();
+        }
         let mut word = [0u8; 4];
         let n = self.data.len().min(4);
         word[..n].copy_from_slice(&self.data[..n]);
@@ -173,12 +189,15 @@ mod tests {
     }
 
     #[test]
-    fn bytes_run_out_into_zeros() {
+    fn bytes_run_out_into_a_generator_seeded_by_them() {
         let mut b = Bytes::new(&[1, 0, 0, 0, 2]);
         assert_eq!(b.next_u32(), 1);
         assert_eq!(b.next_u32(), 2);
         assert!(b.is_empty());
-        assert_eq!(b.next_u32(), 0);
+        let after = b.next_u32();
+        assert_eq!(Bytes::new(&[1, 0, 0, 0, 2]).clone().rest.next_u32(), after);
+        // An empty input does not hang a bounded draw.
+        assert!(Bytes::new(&[]).below(3) < 3);
     }
 
     #[test]
