@@ -10,9 +10,11 @@
 
 use std::time::{Duration, Instant as WallClock};
 
+use resilix::breaker::{Breaker, CallRing, Config as BreakerConfig, DEFAULT_WINDOW};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
+use resilix_reference::breaker::{BreakerTwin, Model as BreakerModel};
 use resilix_reference::bulkhead::BulkheadTwin;
 use resilix_reference::traffic::{Call, Phase, Scenario};
 use resilix_reference::twin::Decision;
@@ -37,7 +39,41 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         let real = Bulkhead::new(BulkheadConfig::new(CAP).expect("a cap above zero"));
         drive_scenario_with(&mut BulkheadTwin::new(&real), s, rng, decided)
     }
+    fn breaker(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        let config = BreakerConfig::DEFAULT;
+        let real = Breaker::new(config).expect("the default is valid");
+        let model = BreakerModel::time_based(config, DEFAULT_WINDOW, 10);
+        drive_scenario_with(&mut BreakerTwin::new(&real, model), s, rng, decided)
+    }
+    fn breaker_count(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        // Count-based (the last 100 calls, resilience4j's default), a 30 s wait growing to 5 min.
+        let config = BreakerConfig {
+            open_wait: Duration::from_secs(30),
+            open_backoff: Some(resilix::breaker::OpenBackoff {
+                multiplier_percent: 200,
+                max_wait: Duration::from_secs(300),
+            }),
+            ..BreakerConfig::DEFAULT
+        };
+        let real: Breaker<CallRing<7>> = Breaker::count_based(config, 100).expect("valid");
+        drive_scenario_with(
+            &mut BreakerTwin::new(&real, BreakerModel::count_based(config, 100)),
+            s,
+            rng,
+            decided,
+        )
+    }
     vec![
+        ("breaker default (10 s window, 5 s wait)", breaker),
+        ("breaker count 100, wait 30 s..5 min", breaker_count),
         // The cap the outage's hung calls overrun, and the default (25, resilience4j's).
         ("bulkhead cap 4", bulkhead::<4>),
         (
