@@ -343,7 +343,7 @@ impl<H: ReleaseHook> Limiter<H> {
                 self.window.add_latency(micros, in_flight);
             }
             Verdict::Overload { .. } | Verdict::Timeout => self.window.add_drop(in_flight),
-            Verdict::Transient | Verdict::Rejected(_) => return,
+            Verdict::Transient | Verdict::Uncertain | Verdict::Rejected(_) => return,
         }
         self.close_window(env);
     }
