@@ -63,6 +63,7 @@ pub enum RetryDecision {
 /// let r = GiveUpReason::NotRetryable(VerdictKind::Answered);
 /// assert_eq!(format!("{r}"), "not retryable: the last attempt was answered");
 /// assert_ne!(GiveUpReason::BudgetExceeded, GiveUpReason::AttemptsExhausted { attempts: 3 });
+/// assert!(format!("{}", GiveUpReason::RetryAfterTooLong).contains("longer than"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -81,6 +82,10 @@ pub enum GiveUpReason {
     DeadlineWouldPass,
     /// The upstream's `Retry-After` points past the deadline.
     RetryAfterBeyondDeadline,
+    /// The upstream's `Retry-After` is longer than the retry policy waits for
+    /// ([`RetryConfig::max_retry_after`], 300 s by default). Checked before the deadline, so
+    /// the same answer gives the same reason with or without one.
+    RetryAfterTooLong,
 }
 
 impl GiveUpReason {
@@ -123,6 +128,9 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::RetryAfterBeyondDeadline => {
                 f.write_str("the upstream's Retry-After lies beyond the deadline")
             }
+            GiveUpReason::RetryAfterTooLong => f.write_str(
+                "the upstream's Retry-After is longer than the retry policy waits for (raise RetryConfig::with_max_retry_after to wait)",
+            ),
         }
     }
 }

@@ -48,6 +48,7 @@ pub fn give_up_code(reason: &GiveUpReason) -> u64 {
         GiveUpReason::BudgetExceeded => 300,
         GiveUpReason::DeadlineWouldPass => 301,
         GiveUpReason::RetryAfterBeyondDeadline => 302,
+        GiveUpReason::RetryAfterTooLong => 303,
     }
 }
 
