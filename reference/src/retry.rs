@@ -15,8 +15,9 @@
 //! 5. the budget: refused → `BudgetExceeded`; granted → retry at `now + delay`.
 //!
 //! Failures stopped by 2–4 are recorded with the budget as unretried. Instants live on the
-//! core's `u64` nanosecond timeline, so a sum past its end is the end (`u64::MAX`): the one
-//! place the model narrows, said where it happens.
+//! core's `u64` nanosecond timeline, so a sum past its end is the end (`u64::MAX`), and a
+//! Retry-After or cap past it (584 years) is compared as the end too: the places the model
+//! narrows, said where they happen.
 //!
 //! **The backoff.** `attempt` is the number of attempts made so far, `previous` the backoff
 //! drawn last in this call (`base` at the start), `uniform(a, b)` a uniform integer of
@@ -181,7 +182,8 @@ impl RetryModel {
         // 3. The Retry-After, against the cap, then the deadline.
         let retry_after = s.verdict.retry_after().map(|d| d.as_nanos());
         if let Some(wait) = retry_after {
-            if wait > self.max_retry_after.min(END) {
+            // Both on the u64 timeline: a wait past its end is its end.
+            if wait.min(END) > self.max_retry_after.min(END) {
                 return give_up(budget, GiveUpReason::RetryAfterTooLong);
             }
             if deadline.is_some_and(|d| at(wait) >= d) {

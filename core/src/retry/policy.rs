@@ -53,7 +53,7 @@ use crate::retry::backoff::Backoff;
 use crate::retry::budget::{RetryBudget, Unlimited};
 use crate::retry::config::RetryConfig;
 use crate::retry::{AttemptOutcome, GiveUpReason, RetryDecision, RetryPolicy, retryable};
-use crate::time::Instant;
+use crate::time::{Instant, duration_as_nanos_saturating};
 use crate::verdict::{Verdict, VerdictKind};
 
 /// Retry with backoff, Retry-After, the deadline and a shared budget `B`.
@@ -210,7 +210,11 @@ fn plan<R: Random + ?Sized, O: Observer + ?Sized>(
     let now = env.now;
     let retry_after = outcome.verdict.retry_after();
     if let Some(wait) = retry_after {
-        if wait > config.max_retry_after() {
+        // On the u64-nanosecond timeline, as every instant is: a wait beyond its 584 years
+        // reads as its end, so a cap of `Duration::MAX` waits for any Retry-After.
+        if duration_as_nanos_saturating(wait)
+            > duration_as_nanos_saturating(config.max_retry_after())
+        {
             return Err(GiveUpReason::RetryAfterTooLong);
         }
         if outcome
