@@ -27,13 +27,14 @@ use http::{HeaderMap, HeaderValue, Response};
 use resilix::Rejection;
 use resilix::Verdict;
 use resilix::classify::Classify;
-use resilix::classify::http::classify_status;
+use resilix::classify::http::{carries_retry_after, classify_status};
 use resilix::classify::retry_after::parse_delay;
 use resilix::time::Instant;
 
-/// Classifies responses by status (spec §3.1: 408/504 timeout, 429/503 overload with their
-/// `Retry-After`, other 4xx answered, 5xx transient), and `Result`s of responses with every
-/// transport error transient.
+/// Classifies responses by status with the core's RFC 9110 table
+/// ([`classify_status`]: 408/421/425 transient, 500/502 uncertain, 504 timeout, 429/503 and a
+/// 413 with `Retry-After` overload, 501/505/511 and other 4xx answered), and `Result`s of
+/// responses with every transport error transient.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HttpResponse;
 
@@ -50,10 +51,11 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 impl<B> Classify<Response<B>> for HttpResponse {
     fn classify(&self, response: &Response<B>) -> Verdict {
         let status = response.status().as_u16();
-        // Parse the header only where the verdict carries it.
-        let retry_after = match status {
-            429 | 503 => retry_after(response.headers()),
-            _ => None,
+        // Parse the header only where RFC 9110 lets a server send it.
+        let retry_after = if carries_retry_after(status) {
+            retry_after(response.headers())
+        } else {
+            None
         };
         classify_status(status, retry_after)
     }

@@ -1,4 +1,5 @@
-//! HTTP classification through the pipeline: 503 + Retry-After, 404 answered, 408 timeout.
+//! HTTP classification through the pipeline: 503 + Retry-After, 404 answered, 408 safe to
+//! repeat, 500 retried only when idempotent.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,8 +27,17 @@ fn statuses_and_retry_after_map_to_verdicts() {
     let c = HttpResponse;
     assert_eq!(c.classify(&response(200, None)), Verdict::Success);
     assert_eq!(c.classify(&response(404, None)), Verdict::Answered);
-    assert_eq!(c.classify(&response(408, None)), Verdict::Timeout);
-    assert_eq!(c.classify(&response(500, Some("3"))), Verdict::Transient);
+    assert_eq!(c.classify(&response(408, None)), Verdict::Transient);
+    assert_eq!(c.classify(&response(500, Some("3"))), Verdict::Uncertain);
+    assert_eq!(c.classify(&response(504, None)), Verdict::Timeout);
+    assert_eq!(
+        c.classify(&response(413, Some("3"))),
+        Verdict::Overload {
+            retry_after: Some(Duration::from_secs(3))
+        },
+        "a temporary 413 says when to try again"
+    );
+    assert_eq!(c.classify(&response(413, None)), Verdict::Answered);
     assert_eq!(
         c.classify(&response(429, Some("3"))),
         Verdict::Overload {

@@ -9,7 +9,15 @@
 //! | `Answered` | success | accept | never retried | — | latency sample |
 //! | `Overload` | failure | not accept | after Retry-After if given | spends on retry | drop signal |
 //! | `Transient` | failure | not accept | yes | spends on retry | — |
+//! | `Uncertain` | failure | not accept | only if idempotent | spends on retry | — |
 //! | `Timeout` | failure | not accept | only if idempotent | spends on retry | drop signal |
+//!
+//! `Uncertain` is ours, the seventh, beside DESIGN.md §6's six: a failure after which the upstream may
+//! have acted on the request (an HTTP 500 or 502). `Transient` promises the opposite — a
+//! failure a retry cannot make worse — so a POST is never repeated on a verdict that cannot
+//! promise it was not executed (RFC 9110 §9.2.2: a client "SHOULD NOT automatically retry a
+//! request with a non-idempotent method"). It is the one change the verdict model needed to
+//! tell the two apart; every statistic but retry reads it as `Transient`.
 //! | `Rejected` | invisible | invisible | never retried | — | invisible |
 
 use core::fmt;
@@ -41,8 +49,18 @@ pub enum Verdict {
         /// The upstream's `Retry-After`, relative to when the verdict was reached.
         retry_after: Option<Duration>,
     },
-    /// A failure that a retry may not repeat (connection reset, 500).
+    /// A failure that a retry may not repeat and that did not act on the request (connection
+    /// refused, a 408, a 421): retried for any call.
     Transient,
+    /// A failure after which the upstream may have acted on the request (a 500, a 502): it
+    /// failed, but perhaps after doing the work. Counted as a failure like [`Transient`]
+    /// (breaker failure, throttler not accept, no limiter signal), but retried only when the
+    /// caller declared the operation idempotent, like [`Timeout`]: a retry could do the work
+    /// twice.
+    ///
+    /// [`Transient`]: Verdict::Transient
+    /// [`Timeout`]: Verdict::Timeout
+    Uncertain,
     /// No answer in time. The attempt may still be running upstream, so it is retried only when
     /// the caller declared the operation idempotent.
     Timeout,
@@ -52,12 +70,25 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// Whether the breaker counts this as a failure: overload, transient, timeout.
+    /// Whether the breaker counts this as a failure: overload, transient, uncertain, timeout.
     pub const fn is_failure(&self) -> bool {
         matches!(
             self,
-            Verdict::Overload { .. } | Verdict::Transient | Verdict::Timeout
+            Verdict::Overload { .. } | Verdict::Transient | Verdict::Uncertain | Verdict::Timeout
         )
+    }
+
+    /// Whether the upstream may have acted on the request although the attempt failed
+    /// (`Uncertain`, `Timeout`): such a failure is retried only for an idempotent call.
+    ///
+    /// ```
+    /// use resilix::Verdict;
+    /// assert!(Verdict::Uncertain.may_have_acted());
+    /// assert!(Verdict::Timeout.may_have_acted());
+    /// assert!(!Verdict::Transient.may_have_acted());
+    /// ```
+    pub const fn may_have_acted(&self) -> bool {
+        matches!(self, Verdict::Uncertain | Verdict::Timeout)
     }
 
     /// Whether the upstream did the work (the throttler's "accept"): success and answered.
@@ -85,6 +116,7 @@ impl Verdict {
             Verdict::Answered => VerdictKind::Answered,
             Verdict::Overload { .. } => VerdictKind::Overload,
             Verdict::Transient => VerdictKind::Transient,
+            Verdict::Uncertain => VerdictKind::Uncertain,
             Verdict::Timeout => VerdictKind::Timeout,
             Verdict::Rejected(_) => VerdictKind::Rejected,
         }
@@ -109,6 +141,8 @@ pub enum VerdictKind {
     Overload,
     /// See [`Verdict::Transient`].
     Transient,
+    /// See [`Verdict::Uncertain`].
+    Uncertain,
     /// See [`Verdict::Timeout`].
     Timeout,
     /// See [`Verdict::Rejected`].
@@ -117,11 +151,12 @@ pub enum VerdictKind {
 
 impl VerdictKind {
     /// Every kind, in declaration order (for metrics tables).
-    pub const ALL: [VerdictKind; 6] = [
+    pub const ALL: [VerdictKind; 7] = [
         VerdictKind::Success,
         VerdictKind::Answered,
         VerdictKind::Overload,
         VerdictKind::Transient,
+        VerdictKind::Uncertain,
         VerdictKind::Timeout,
         VerdictKind::Rejected,
     ];
@@ -133,6 +168,7 @@ impl VerdictKind {
             VerdictKind::Answered => "answered",
             VerdictKind::Overload => "overload",
             VerdictKind::Transient => "transient",
+            VerdictKind::Uncertain => "uncertain",
             VerdictKind::Timeout => "timeout",
             VerdictKind::Rejected => "rejected",
         }
@@ -159,6 +195,7 @@ mod tests {
             (Verdict::Answered, false, true, true),
             (overload, true, false, true),
             (Verdict::Transient, true, false, true),
+            (Verdict::Uncertain, true, false, true),
             (Verdict::Timeout, true, false, true),
             (rejected, false, false, false),
         ];

@@ -152,8 +152,8 @@ proptest! {
     #[test]
     fn delay_seconds_round_trip(secs in any::<u32>(), now in any::<u64>(), zeros in 0usize..30) {
         let text = format!("{}{secs}", "0".repeat(zeros));
-        let want = (u64::from(secs) <= MAX_DELAY.as_secs())
-            .then(|| Duration::from_secs(u64::from(secs)));
+        // Beyond the cap a delay saturates (issue 23): never "no Retry-After".
+        let want = Some(Duration::from_secs(u64::from(secs)).min(MAX_DELAY));
         prop_assert_eq!(parse_delay(text.as_bytes(), now), want);
         prop_assert_eq!(
             RetryAfter::parse(text.as_bytes(), now),
@@ -219,8 +219,51 @@ proptest! {
     ) {
         let Some(now) = at.checked_add_signed(-before) else { return Ok(()) };
         let text = imf_fixdate(at);
-        let usable = at >= now && at - now <= MAX_DELAY.as_secs();
-        prop_assert_eq!(parse_delay(text.as_bytes(), now).is_some(), usable);
+        // A date ahead is a delay, saturating at the cap; a date behind is none.
+        let want = (at >= now).then(|| Duration::from_secs(at - now).min(MAX_DELAY));
+        prop_assert_eq!(parse_delay(text.as_bytes(), now), want);
+    }
+
+    #[test]
+    fn a_longer_requested_wait_never_comes_back_sooner(a in any::<u64>(), b in any::<u64>(), now in 0..LAST_HTTP_DATE) {
+        let (short, long) = (a.min(b), a.max(b));
+        let d = |v: u64| parse_delay(format!("{v}").as_bytes(), now).unwrap();
+        prop_assert!(d(short) <= d(long));
+        // The same for dates ahead of now.
+        let at = |ahead: u64| {
+            let unix = now.saturating_add(ahead).min(LAST_HTTP_DATE);
+            parse_delay(imf_fixdate(unix).as_bytes(), now).unwrap()
+        };
+        prop_assert!(at(short) <= at(long));
+    }
+
+    #[test]
+    fn rfc850_years_by_the_exact_fifty_year_rule(
+        now in 0u64..253_400_000_000 - 50 * 366 * 86_400,
+        // Within a century either side of now, so the rule's other candidate is 100 years off.
+        offset in -(100i64 * 365 * 86_400)..=(100 * 365 * 86_400),
+    ) {
+        let Some(unix) = now.checked_add_signed(offset) else { return Ok(()) };
+        // The model: of the instants in the same century-class (same two-digit year, same
+        // month, day and time), the one chosen is the latest that is not more than 50 calendar
+        // years after now. Dates whose chosen year falls before 1970 yield nothing.
+        let text = rfc850(unix);
+        let c = civil(unix);
+        let n = civil(now);
+        let limit = (n.year + 50, n.month, n.day, (n.hour, n.minute, n.second));
+        let key = |y: u64| (y, c.month, c.day, (c.hour, c.minute, c.second));
+        let mut year = n.year + (c.year % 100 + 100 - n.year % 100) % 100; // first not before now's
+        if key(year) > limit {
+            year -= 100;
+        }
+        let got = RetryAfter::parse(text.as_bytes(), now);
+        if year == c.year {
+            prop_assert_eq!(got, Some(RetryAfter::At { unix_secs: unix }), "{} at now={}", text, now);
+        } else {
+            // Another century: 100 years are 36,524 or 36,525 days, never a whole number of
+            // weeks, so the day name no longer matches and the header names no date.
+            prop_assert_eq!(got, None, "{} at now={}", text, now);
+        }
     }
 
     #[test]

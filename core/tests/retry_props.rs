@@ -28,11 +28,17 @@ fn strategy() -> impl proptest::strategy::Strategy<Value = Formula> {
     ]
 }
 
+/// A duration as the core's u64-nanosecond timeline holds it: past its end, the end.
+fn on_timeline(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn verdict() -> impl proptest::strategy::Strategy<Value = Verdict> {
     prop_oneof![
         Just(Verdict::Success),
         Just(Verdict::Answered),
         Just(Verdict::Transient),
+        Just(Verdict::Uncertain),
         Just(Verdict::Timeout),
         Just(Verdict::Rejected(RejectReason::CircuitOpen)),
         Just(Verdict::Overload { retry_after: None }),
@@ -113,6 +119,11 @@ proptest! {
         initial_tokens in 0u32..30,
         steps in proptest::collection::vec((verdict(), any::<i32>(), any::<bool>()), 1..40),
         seed in any::<u64>(),
+        cap in prop_oneof![
+            Just(RetryConfig::DEFAULT_MAX_RETRY_AFTER),
+            Just(Duration::MAX),
+            (0u64..5_000_000_000).prop_map(Duration::from_nanos),
+        ],
     ) {
         let bucket = TokenBucket::new(TokenBucketConfig {
             initial: Tokens::whole(initial_tokens),
@@ -120,7 +131,7 @@ proptest! {
         }).unwrap();
         let budget = Watched { inner: bucket, asked: Cell::new(None), granted: Cell::new(0) };
         let backoff = Backoff::new(s, Duration::from_millis(5), Duration::from_secs(2)).unwrap();
-        let config = RetryConfig::new(max_attempts, backoff).unwrap();
+        let config = RetryConfig::new(max_attempts, backoff).unwrap().with_max_retry_after(cap);
         let pipeline = Pipeline::new().retry(Retry::new(config, &budget));
         let mut rng = SeededRandom::new(seed);
         let mut env = Env::new(Instant::from_secs(1), &mut rng);
@@ -151,7 +162,7 @@ proptest! {
             let now = env.now;
             let next = call.settle(attempt, &v, &mut env);
             let retryable = matches!(v, Verdict::Transient | Verdict::Overload { .. })
-                || (v == Verdict::Timeout && idempotent);
+                || (matches!(v, Verdict::Timeout | Verdict::Uncertain) && idempotent);
             match next {
                 Next::Done => {
                     prop_assert!(matches!(v, Verdict::Success | Verdict::Answered));
@@ -164,6 +175,7 @@ proptest! {
                     prop_assert!(at - now <= Duration::from_secs(2).max(v.retry_after().unwrap_or_default()));
                     if let Some(ra) = v.retry_after() {
                         prop_assert!(at >= now + ra);
+                        prop_assert!(on_timeline(ra) <= on_timeline(config.max_retry_after()), "waited beyond the cap");
                     }
                     if let Some(d) = deadline {
                         prop_assert!(at < d.instant(), "scheduled at or after the deadline");
@@ -189,6 +201,11 @@ proptest! {
                         GiveUpReason::DeadlineWouldPass => prop_assert!(deadline.is_some()),
                         GiveUpReason::RetryAfterBeyondDeadline => {
                             prop_assert!(deadline.is_some() && v.retry_after().is_some());
+                            prop_assert!(v.retry_after().map(on_timeline) <= Some(on_timeline(config.max_retry_after())));
+                        }
+                        GiveUpReason::RetryAfterTooLong => {
+                            prop_assert!(retryable && call.attempts() < max_attempts);
+                            prop_assert!(v.retry_after().map(on_timeline) > Some(on_timeline(config.max_retry_after())));
                         }
                     }
                     if reason != GiveUpReason::BudgetExceeded {

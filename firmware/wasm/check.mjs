@@ -94,7 +94,7 @@ check('seeded_random_matches_core_pins', () => {
     x.rx_random(43n, 0) >>> 0 === pinned[0] ? 'seed 43 gives seed 42\'s stream' : null);
 });
 
-const KIND = { success: 1, answered: 2, overload: 3, transient: 4, timeout: 5 };
+const KIND = { success: 1, answered: 2, overload: 3, transient: 4, timeout: 5, uncertain: 7 };
 const verdict = (kind, retryAfterMs) => BigInt(KIND[kind]) | (retryAfterMs === undefined ? 0n : BigInt(retryAfterMs + 1) << 8n);
 function classify(x, status, header, nowUnixSecs = 0) {
   const enc = new TextEncoder().encode(header ?? '');
@@ -108,7 +108,8 @@ check('http_classification_and_retry_after', () => {
     eq(classify(x, 200), verdict('success'), '200'),
     eq(classify(x, 404), verdict('answered'), '404'),
     eq(classify(x, 504), verdict('timeout'), '504'),
-    eq(classify(x, 500, '1', now), verdict('transient'), '500 drops its Retry-After'),
+    eq(classify(x, 500, '1', now), verdict('uncertain'), '500 drops its Retry-After'),
+    eq(classify(x, 408), verdict('transient'), '408 is safe to repeat'),
     eq(classify(x, 429, '120', now), verdict('overload', 120000), '429 delta-seconds'),
     eq(classify(x, 503, 'Sun, 06 Nov 1994 08:50:07 GMT', now), verdict('overload', 30000), '503 HTTP-date'),
     eq(classify(x, 503, 'Sun, 06 Nov 1994 08:49:07 GMT', now), verdict('overload'), 'a past date is no advice'),
@@ -156,7 +157,7 @@ check('pipeline_requests_feed_only_settled_latency', () => {
   for (let i = 1; i <= 100; i++) results.push(x.rx_request(BigInt(100 * i), i % 10 === 0 ? 500 : 200, BigInt(i)));
   return all(
     eq(shed, -14n, 'a request into a full bulkhead is refused'),
-    eq(results.filter((r) => r === verdict('transient')).length, 10, 'ten 500s'),
+    eq(results.filter((r) => r === verdict('uncertain')).length, 10, 'ten 500s'),
     eq(x.rx_latency_count(), 100n, 'only settled requests reach the histogram'),
     // durations 1..100 ms: the median is 50 ms within the histogram's 6.25 %.
     Math.abs(Number(x.rx_latency_quantile_us(0.5)) - 50000) <= 50000 / 16 ? null : `median ${x.rx_latency_quantile_us(0.5)} us`,
@@ -265,7 +266,8 @@ check('abi_retry_matches_host_retry_jitter', () => scenario((ensure) => {
     for (;;) {
       attempts++;
       now += 7n * MS;
-      const kind = call === 2 ? x.rx_retry_decide(503, 3000n, 0, now) : x.rx_retry_decide(500, -1n, 0, now);
+      // 408: a transient failure (safe to repeat for any call), as the host's Verdict::Transient.
+      const kind = call === 2 ? x.rx_retry_decide(503, 3000n, 0, now) : x.rx_retry_decide(408, -1n, 0, now);
       const detail = x.rx_retry_detail();
       t.push(BigInt(kind));
       if (kind === 2) {

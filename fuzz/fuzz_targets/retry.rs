@@ -72,11 +72,18 @@ impl RetryBudget for Both<'_> {
     }
 }
 
+/// A duration as the core's u64-nanosecond timeline holds it: past its end, the end.
+fn on_timeline(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn verdict(b: u8) -> Verdict {
-    match b % 9 {
+    match b % 10 {
         0 => Verdict::Success,
         1 => Verdict::Answered,
-        2 | 3 => Verdict::Transient,
+        2 => Verdict::Transient,
+        3 => Verdict::Uncertain,
+        9 => Verdict::Overload { retry_after: Some(Duration::from_secs(u64::from(b) * 3)) },
         4 => Verdict::Timeout,
         5 => Verdict::Rejected(RejectReason::ALL[(b as usize / 9) % 6]),
         6 => Verdict::Overload { retry_after: None },
@@ -96,7 +103,13 @@ fuzz_target!(|data: &[u8]| {
     ][head as usize % 5];
     let max_attempts = u32::from(head / 5 % 6) + 1;
     let backoff = Backoff::new(strategy, Duration::from_millis(5), Duration::from_secs(2)).unwrap();
-    let config = RetryConfig::new(max_attempts, backoff).unwrap();
+    // The Retry-After cap: the default, none, or a short one the fuzzer's waits cross.
+    let cap = match head / 30 % 3 {
+        0 => RetryConfig::DEFAULT_MAX_RETRY_AFTER,
+        1 => Duration::MAX,
+        _ => Duration::from_millis(u64::from(head) * 20),
+    };
+    let config = RetryConfig::new(max_attempts, backoff).unwrap().with_max_retry_after(cap);
     let bucket = TokenBucket::new(TokenBucketConfig {
         initial: Tokens::whole(u32::from(head) % 40),
         ..TokenBucketConfig::AWS_SDK_STANDARD
@@ -142,7 +155,7 @@ fuzz_target!(|data: &[u8]| {
                     both.asked.set(None);
                     let now = env.now;
                     let retryable = matches!(v, Verdict::Transient | Verdict::Overload { .. })
-                        || (v == Verdict::Timeout && idempotent);
+                        || (matches!(v, Verdict::Timeout | Verdict::Uncertain) && idempotent);
                     match call.settle(attempt, &v, &mut env) {
                         Next::Done => {
                             assert!(matches!(v, Verdict::Success | Verdict::Answered));
@@ -156,6 +169,7 @@ fuzz_target!(|data: &[u8]| {
                             }
                             if let Some(ra) = v.retry_after() {
                                 assert!(at >= now + ra);
+                                assert!(on_timeline(ra) <= on_timeline(config.max_retry_after()));
                             }
                             assert_eq!(both.asked.get(), Some(true));
                             env.now = at;
@@ -171,7 +185,12 @@ fuzz_target!(|data: &[u8]| {
                                 }
                                 GiveUpReason::DeadlineWouldPass => assert!(deadline.is_some()),
                                 GiveUpReason::RetryAfterBeyondDeadline => {
-                                    assert!(deadline.is_some() && v.retry_after().is_some())
+                                    assert!(deadline.is_some() && v.retry_after().is_some());
+                                    assert!(v.retry_after().map(on_timeline) <= Some(on_timeline(config.max_retry_after())));
+                                }
+                                GiveUpReason::RetryAfterTooLong => {
+                                    assert!(retryable);
+                                    assert!(v.retry_after().map(on_timeline) > Some(on_timeline(config.max_retry_after())));
                                 }
                             }
                             if reason != GiveUpReason::BudgetExceeded {

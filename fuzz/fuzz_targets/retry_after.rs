@@ -1,5 +1,6 @@
 //! The Retry-After parser on arbitrary bytes and an arbitrary wall clock: no panic, no delay
-//! beyond the documented cap, and an HTTP-date means the same instant from every `now`.
+//! beyond the documented cap, a longer wait saturating at it rather than vanishing, and an
+//! HTTP-date means the same instant from every `now`, never one past year 9999.
 #![no_main]
 
 use core::time::Duration;
@@ -24,6 +25,13 @@ fuzz_target!(|data: &[u8]| {
     match parsed {
         Some(RetryAfter::Delay(d)) => {
             assert!(d <= MAX_DELAY);
+            // delay-seconds saturates at the cap rather than reading as nothing.
+            let digits = value.trim_ascii();
+            let exact = digits
+                .iter()
+                .try_fold(0u64, |n, &c| n.checked_mul(10)?.checked_add(u64::from(c - b'0')));
+            let want = exact.map_or(MAX_DELAY, |n| Duration::from_secs(n).min(MAX_DELAY));
+            assert_eq!(d, want, "{value:?}");
             // A delay is relative: no clock changes it.
             assert_eq!(RetryAfter::parse(value, now ^ u64::MAX), parsed);
             assert_eq!(parsed.and_then(|p| p.delay_from(u64::MAX)), Some(d));
@@ -39,6 +47,11 @@ fuzz_target!(|data: &[u8]| {
                 at.delay_from(earlier),
                 Some(Duration::from_secs(unix_secs - earlier))
             );
+            // Further ahead saturates at the cap: never sooner than a nearer date (issue 23).
+            if let Some(far) = unix_secs.checked_sub(MAX_DELAY.as_secs() + 1) {
+                assert_eq!(at.delay_from(far), Some(MAX_DELAY));
+                assert_eq!(at.delay_from(far / 2), Some(MAX_DELAY));
+            }
             // Four-digit-year formats do not depend on the clock at all.
             let four_digit_year = value.trim_ascii().get(3).is_some_and(|&b| b == b',' || b == b' ');
             if four_digit_year {

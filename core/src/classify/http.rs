@@ -1,18 +1,47 @@
-//! HTTP status codes as verdicts.
+//! HTTP status codes as verdicts, per RFC 9110 §15 (and each code's own RFC).
 //!
-//! | status | verdict | why |
-//! |---|---|---|
-//! | 1xx | `Success` | informational; the server is alive and speaking HTTP (101 completes an upgrade) |
-//! | 2xx | `Success` | |
-//! | 3xx | `Success` | the upstream did its job; following a redirect or using a 304 is the HTTP client's business, and a retry would get the same answer |
-//! | 4xx | `Answered` | the upstream worked and the request was wrong; a retry cannot change that |
-//! | 408 Request Timeout | `Timeout` | as the spec settles it (see [`classify_status`]) |
-//! | 429 Too Many Requests | `Overload`, with Retry-After | the upstream asks us to slow down |
-//! | 500, 501, 505–599 | `Transient` | a server error a retry may not repeat |
-//! | 502 Bad Gateway | `Transient` | the upstream broke (crashed, reset, mid-deploy), it did not say it was busy |
-//! | 503 Service Unavailable | `Overload`, with Retry-After | the upstream says it cannot take the load |
-//! | 504 Gateway Timeout | `Timeout` | a proxy gave up waiting; the upstream may still be doing the work |
-//! | below 100, above 599 | `Transient` | not HTTP; RFC 9110 §15 says to treat it as a 5xx |
+//! The column that decides whether a POST runs twice is "may have acted": whether the server
+//! may have carried out the request before answering with this status. A failure where it
+//! cannot have acted is [`Verdict::Transient`], retried for any call; one where it may have is
+//! [`Verdict::Uncertain`] (or [`Verdict::Timeout`]), retried only for a call declared
+//! idempotent ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent), which an
+//! idempotency key makes true for a POST). RFC 9110 §9.2.2: a client "SHOULD NOT automatically
+//! retry a request with a non-idempotent method unless it has some means to know that the
+//! request semantics are actually idempotent".
+//!
+//! | status | verdict | may have acted | source, and why |
+//! |---|---|---|---|
+//! | 1xx | `Success` | — | RFC 9110 §15.2: informational; the server is alive (101 completes an upgrade) |
+//! | 2xx | `Success` | yes | §15.3 |
+//! | 3xx | `Success` | — | §15.4: the upstream did its job; following the redirect is the HTTP client's business. A `Retry-After` on a 3xx is the wait before following it (§10.2.3): see [`HttpOutcome::redirect_wait`] |
+//! | 4xx | `Answered` | no | §15.5: the request was wrong; a retry cannot change that |
+//! | 408 Request Timeout | `Transient` | no | §15.5.9: the server did not receive the whole request and closes the connection; "the client MAY repeat that request". Safe for any method |
+//! | 413 Content Too Large | `Answered`; `Overload` with its Retry-After | no | §15.5.14: permanent, unless the server sends Retry-After to say the condition is temporary and when to try again |
+//! | 421 Misdirected Request | `Transient` | no | §15.5.20: not processed; "the client MAY retry the request over a different connection" (which connection is the HTTP client's pool's choice) |
+//! | 425 Too Early | `Transient` | no | RFC 8470 §5.2: the server refused to process early data; retry once the handshake is complete |
+//! | 429 Too Many Requests | `Overload`, with Retry-After | no | RFC 6585 §4: slow down |
+//! | 500 Internal Server Error | `Uncertain` | yes | §15.6.1: the server failed, perhaps after acting |
+//! | 501 Not Implemented | `Answered` | no | §15.6.2: the server does not support the method; no retry changes that, and it is not the upstream failing |
+//! | 502 Bad Gateway | `Uncertain` | yes | §15.6.3: an invalid response from the next server, which may have acted; not "send less", so not an overload |
+//! | 503 Service Unavailable | `Overload`, with Retry-After | no | §15.6.4: cannot handle the request now, "likely to be alleviated after some delay" |
+//! | 504 Gateway Timeout | `Timeout` | yes | §15.6.5: a proxy gave up waiting; the upstream may still be doing the work |
+//! | 505 HTTP Version Not Supported | `Answered` | no | §15.6.6: no retry changes the version |
+//! | 511 Network Authentication Required | `Answered` | no | RFC 6585 §6: a captive portal wants a login; no retry changes it, and it is not the upstream failing |
+//! | other 5xx (506–510, 512–599) | `Uncertain` | yes | §15: an unrecognised code is read as the x00 of its class, here 500 |
+//! | below 100, above 599 | `Uncertain` | yes | §15: not HTTP; "SHOULD process the response as if it had a 5xx (Server Error) status code" |
+//!
+//! `Retry-After` is read where RFC 9110 §10.2.3 and the codes' RFCs let a server send it: 3xx,
+//! 413, 429 and 503 ([`carries_retry_after`]); an adapter need parse the header for no other
+//! status. On a 429 or 503 it is the floor under the next attempt's delay; on a 413 it is what
+//! makes the condition temporary; on a 3xx it belongs to the redirect.
+//!
+//! **Differences from the v0.4 spec.** Its table read 408 as a timeout (retried only for
+//! idempotent calls) and every other 5xx as transient (retried for any call). RFC 9110 wins:
+//! 408 is the one failure the RFC says is always safe to repeat; 500 and 502 may have done
+//! the work, so they are retried only for idempotent calls (declare the call idempotent —
+//! with an idempotency key for a POST — to have them retried, or classify with a closure that
+//! maps them to `Transient` to restore the old table); 501, 505 and 511 are answers, neither
+//! retried nor counted against the upstream's health.
 //!
 //! ```
 //! use core::time::Duration;
@@ -31,6 +60,8 @@
 //!     Verdict::Overload { retry_after: Some(Duration::from_secs(30)) }
 //! );
 //! assert_eq!(HttpStatus.classify(&404u16), Verdict::Answered);
+//! assert_eq!(HttpStatus.classify(&408u16), Verdict::Transient); // safe to repeat, even a POST
+//! assert_eq!(HttpStatus.classify(&500u16), Verdict::Uncertain); // a POST is not repeated
 //! ```
 
 use core::time::Duration;
@@ -38,24 +69,22 @@ use core::time::Duration;
 use super::Classify;
 use crate::verdict::Verdict;
 
-/// The verdict for an HTTP response `status`, carrying `retry_after` when the status is an
-/// overload (429, 503). See the [module table](self) for every class.
+/// The verdict for an HTTP response `status`, with `retry_after` where the status carries one
+/// (see the [module table](self) for every row and its source).
 ///
-/// Two choices deserve their reasons:
+/// Choices beyond the RFC's words, with their reasons:
 ///
-/// * **502 is transient, not overload.** A gateway got no valid response: the upstream crashed,
+/// * **502 is uncertain, not overload.** A gateway got no valid response: the upstream crashed,
 ///   reset the connection or is being redeployed. None of that says "send less", and an
 ///   `Overload` would make an adaptive limiter cut its limit for a fault that load does not
-///   cause. The breaker and throttler count both the same way.
-/// * **504 is a timeout, not transient.** A proxy timed out waiting, so the upstream may still
-///   be doing the work: a retry is safe only for an idempotent call, which is exactly what
-///   [`Verdict::Timeout`] means (a `Transient` would be retried regardless, and a POST could
-///   be executed twice). It is also the limiter's drop signal, as a slow upstream should be.
-/// * **408 is a timeout**, as the spec settles it. (RFC 9110 §15.5.9 says the server did not
-///   receive the whole request, so it did not act on it; treating it as `Timeout` is the
-///   conservative reading, retrying it only for idempotent calls.)
+///   cause.
+/// * **504 is a timeout.** A proxy timed out waiting, so the upstream may still be doing the
+///   work, and it is the limiter's drop signal, as a slow upstream should be.
+/// * **413 without Retry-After is an answer**, with one an overload: the server said when the
+///   condition ends, and an overload is the verdict that waits for it.
 ///
-/// `retry_after` is dropped for every other status: only an overload carries a wait.
+/// `retry_after` is dropped for every status that is not an overload (a 3xx's belongs to its
+/// redirect: [`HttpOutcome::redirect_wait`]).
 ///
 /// ```
 /// use core::time::Duration;
@@ -66,18 +95,43 @@ use crate::verdict::Verdict;
 /// assert_eq!(LIMITED.retry_after(), Some(Duration::from_secs(1)));
 /// assert_eq!(classify_status(200, None), Verdict::Success);
 /// assert_eq!(classify_status(504, None), Verdict::Timeout);
-/// assert_eq!(classify_status(500, Some(Duration::from_secs(1))), Verdict::Transient);
+/// assert_eq!(classify_status(500, Some(Duration::from_secs(1))), Verdict::Uncertain);
+/// assert_eq!(classify_status(413, None), Verdict::Answered);
+/// assert_eq!(classify_status(413, Some(Duration::from_secs(9))).retry_after(), Some(Duration::from_secs(9)));
 /// ```
 pub const fn classify_status(status: u16, retry_after: Option<Duration>) -> Verdict {
     match status {
-        408 | 504 => Verdict::Timeout,
         429 | 503 => Verdict::Overload { retry_after },
+        413 => match retry_after {
+            Some(_) => Verdict::Overload { retry_after },
+            None => Verdict::Answered,
+        },
+        // The server cannot have acted: safe to repeat for any method.
+        408 | 421 | 425 => Verdict::Transient,
+        504 => Verdict::Timeout,
+        // Answers no retry can change, and not the upstream failing.
+        501 | 505 | 511 => Verdict::Answered,
         100..=399 => Verdict::Success,
         400..=499 => Verdict::Answered,
-        // 5xx, and what is not HTTP at all (RFC 9110 §15: "SHOULD process the response as if
-        // it had a 5xx (Server Error) status code").
-        _ => Verdict::Transient,
+        // 500, 502, every other 5xx, and what is not HTTP at all (RFC 9110 §15: "SHOULD
+        // process the response as if it had a 5xx (Server Error) status code"): the server
+        // may have acted.
+        _ => Verdict::Uncertain,
     }
+}
+
+/// Whether RFC 9110 lets a server send `Retry-After` with `status` in a way the verdict or the
+/// caller uses: 3xx (§10.2.3: the wait before following the redirect), 413 (§15.5.14), 429
+/// (RFC 6585 §4) and 503 (§15.6.4). An adapter parses the header only for these.
+///
+/// ```
+/// use resilix::classify::http::carries_retry_after;
+/// assert!(carries_retry_after(503) && carries_retry_after(429) && carries_retry_after(413));
+/// assert!(carries_retry_after(307));
+/// assert!(!carries_retry_after(500));
+/// ```
+pub const fn carries_retry_after(status: u16) -> bool {
+    matches!(status, 300..=399 | 413 | 429 | 503)
 }
 
 /// What an HTTP call returned, as far as resilience cares: the status and the delay parsed
@@ -107,6 +161,28 @@ impl HttpOutcome {
             retry_after: None,
         }
     }
+
+    /// For a redirect (3xx), the `Retry-After`: "the minimum time that the user agent is asked
+    /// to wait before issuing the redirected request" (RFC 9110 §10.2.3). The verdict of a
+    /// redirect is `Success` and carries no wait, because the redirected request is not a
+    /// retry of this one; whoever follows the redirect waits this long first. `None` for
+    /// every other status.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use resilix::classify::http::HttpOutcome;
+    ///
+    /// let moved = HttpOutcome { status: 307, retry_after: Some(Duration::from_secs(5)) };
+    /// assert_eq!(moved.redirect_wait(), Some(Duration::from_secs(5)));
+    /// let busy = HttpOutcome { status: 503, retry_after: Some(Duration::from_secs(5)) };
+    /// assert_eq!(busy.redirect_wait(), None); // the verdict carries that one
+    /// ```
+    pub const fn redirect_wait(&self) -> Option<Duration> {
+        match self.status {
+            300..=399 => self.retry_after,
+            _ => None,
+        }
+    }
 }
 
 /// The built-in HTTP classifier: [`classify_status`] as a [`Classify`] for an [`HttpOutcome`]
@@ -120,7 +196,7 @@ impl HttpOutcome {
 ///
 /// let busy = HttpOutcome { status: 429, retry_after: Some(Duration::from_secs(2)) };
 /// assert_eq!(HttpStatus.classify(&busy).retry_after(), Some(Duration::from_secs(2)));
-/// assert_eq!(HttpStatus.classify(&502u16), Verdict::Transient);
+/// assert_eq!(HttpStatus.classify(&502u16), Verdict::Uncertain);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HttpStatus;
@@ -151,8 +227,8 @@ mod tests {
     fn the_table() {
         let table = [
             // Edges of every class, then each special code and its neighbours.
-            (0, Verdict::Transient),
-            (99, Verdict::Transient),
+            (0, Verdict::Uncertain),
+            (99, Verdict::Uncertain),
             (100, Verdict::Success),
             (101, Verdict::Success),
             (199, Verdict::Success),
@@ -165,22 +241,35 @@ mod tests {
             (400, Verdict::Answered),
             (404, Verdict::Answered),
             (407, Verdict::Answered),
-            (408, Verdict::Timeout),
+            (408, Verdict::Transient),
             (409, Verdict::Answered),
+            (412, Verdict::Answered),
+            (413, overload(RA)),
+            (414, Verdict::Answered),
+            (420, Verdict::Answered),
+            (421, Verdict::Transient),
+            (422, Verdict::Answered),
+            (424, Verdict::Answered),
+            (425, Verdict::Transient),
+            (426, Verdict::Answered),
             (428, Verdict::Answered),
             (429, overload(RA)),
             (430, Verdict::Answered),
             (499, Verdict::Answered),
-            (500, Verdict::Transient),
-            (501, Verdict::Transient),
-            (502, Verdict::Transient),
+            (500, Verdict::Uncertain),
+            (501, Verdict::Answered),
+            (502, Verdict::Uncertain),
             (503, overload(RA)),
             (504, Verdict::Timeout),
-            (505, Verdict::Transient),
-            (599, Verdict::Transient),
-            (600, Verdict::Transient),
-            (999, Verdict::Transient),
-            (u16::MAX, Verdict::Transient),
+            (505, Verdict::Answered),
+            (506, Verdict::Uncertain),
+            (510, Verdict::Uncertain),
+            (511, Verdict::Answered),
+            (512, Verdict::Uncertain),
+            (599, Verdict::Uncertain),
+            (600, Verdict::Uncertain),
+            (999, Verdict::Uncertain),
+            (u16::MAX, Verdict::Uncertain),
         ];
         for (status, want) in table {
             assert_eq!(classify_status(status, RA), want, "{status}");
@@ -196,19 +285,78 @@ mod tests {
     fn every_code_lands_in_its_class() {
         for status in 0..=u16::MAX {
             let v = classify_status(status, RA);
-            let special = [408, 429, 503, 504].contains(&status);
+            let special = [408, 413, 421, 425, 429, 501, 503, 504, 505, 511].contains(&status);
             if !special {
                 let want = match status / 100 {
                     1..=3 => Verdict::Success,
                     4 => Verdict::Answered,
-                    _ => Verdict::Transient,
+                    _ => Verdict::Uncertain,
                 };
                 assert_eq!(v, want, "{status}");
             }
             // Only an overload may carry a wait, and nothing we classify is our own refusal.
-            assert_eq!(v.retry_after().is_some(), matches!(status, 429 | 503));
+            assert_eq!(v.retry_after().is_some(), matches!(status, 413 | 429 | 503));
             assert!(v.is_counted());
+            // Every status whose verdict reads a Retry-After is one an adapter parses it for.
+            if v.retry_after().is_some() {
+                assert!(carries_retry_after(status), "{status}");
+            }
         }
+    }
+
+    #[test]
+    fn may_have_acted_decides_idempotent_only_retries() {
+        use crate::retry::retryable;
+        // (status, retried for a POST, retried for an idempotent call, breaker failure)
+        for (status, post, idempotent, failure) in [
+            (408, true, true, true),
+            (421, true, true, true),
+            (425, true, true, true),
+            (429, true, true, true),
+            (503, true, true, true),
+            (500, false, true, true),
+            (502, false, true, true),
+            (504, false, true, true),
+            (501, false, false, false),
+            (505, false, false, false),
+            (511, false, false, false),
+            (404, false, false, false),
+        ] {
+            let v = classify_status(status, None);
+            assert_eq!(retryable(&v, false).is_ok(), post, "{status} for a POST");
+            assert_eq!(
+                retryable(&v, true).is_ok(),
+                idempotent,
+                "{status} idempotent"
+            );
+            assert_eq!(v.is_failure(), failure, "{status} breaker failure");
+        }
+    }
+
+    #[test]
+    fn retry_after_where_the_rfc_allows_it() {
+        // 413: temporary with a Retry-After, permanent without.
+        assert_eq!(classify_status(413, RA), overload(RA));
+        assert_eq!(classify_status(413, None), Verdict::Answered);
+        // 3xx: the verdict is a success; the wait belongs to the redirect.
+        for status in [300, 301, 302, 303, 304, 307, 308, 399] {
+            assert!(carries_retry_after(status));
+            let outcome = HttpOutcome {
+                status,
+                retry_after: RA,
+            };
+            assert_eq!(HttpStatus.classify(&outcome), Verdict::Success);
+            assert_eq!(outcome.redirect_wait(), RA);
+        }
+        for status in [200, 299, 400, 413, 429, 500, 503] {
+            let outcome = HttpOutcome {
+                status,
+                retry_after: RA,
+            };
+            assert_eq!(outcome.redirect_wait(), None, "{status}");
+        }
+        let parsed: usize = (0..=u16::MAX).filter(|s| carries_retry_after(*s)).count();
+        assert_eq!(parsed, 100 + 3);
     }
 
     #[test]
@@ -224,9 +372,9 @@ mod tests {
     #[test]
     fn a_bare_status_is_an_outcome_without_retry_after() {
         assert_eq!(HttpStatus.classify(&200u16), Verdict::Success);
-        assert_eq!(HttpStatus.classify(&408u16), Verdict::Timeout);
+        assert_eq!(HttpStatus.classify(&408u16), Verdict::Transient);
         assert_eq!(HttpStatus.classify(&418u16), Verdict::Answered);
-        assert_eq!(HttpStatus.classify(&502u16), Verdict::Transient);
+        assert_eq!(HttpStatus.classify(&502u16), Verdict::Uncertain);
         for status in 0..=u16::MAX {
             assert_eq!(
                 HttpStatus.classify(&status),

@@ -31,34 +31,50 @@
 //! * Optional whitespace (spaces and tabs) around the value is ignored; inside a date, the
 //!   separators must be exactly as the grammar writes them.
 //! * Calendar dates are validated: no 30 February, no 29 February outside a leap year, no hour
-//!   24. A leap second is accepted only where one can occur, at `23:59:60`, and counts as the
-//!   next day's `00:00:00` (Unix time has no leap seconds).
+//!   24.
+//! * A leap second, `23:59:60`, is accepted where one can occur: RFC 9110's `time-of-day`
+//!   allows it ("00:00:00 - 23:59:60 (leap second)", as RFC 5322 §3.3 does), and ITU-R TF.460-6
+//!   puts a leap second only at the end of a UTC month, so `23:59:60` on any other day yields
+//!   nothing. It counts as the next day's `00:00:00`: Unix time has no leap seconds, and the
+//!   wait is then never shorter than the one asked for. The one exception is
+//!   `31 Dec 9999 23:59:60`, whose next second no HTTP-date can write: it reads as
+//!   `23:59:59`, so no date ever becomes an instant in year 10000. (The `httpdate` crate refuses
+//!   every leap second; a refused date would make the client come back sooner.)
 //! * The day name must be the right one for the date. It is redundant on purpose; when it
 //!   disagrees with the date, the date was computed or copied wrongly and we cannot tell which
 //!   part to trust, so the header is ignored and the caller's own backoff applies. (This is
 //!   stricter than RFC 9110's advice to be robust; a wrong Retry-After is worse than none.)
-//! * An RFC 850 two-digit year is read as RFC 9110 §5.6.7 requires: a year that would be more
-//!   than 50 years in the future is taken from the previous century. That needs `now`, which is
-//!   why [`RetryAfter::parse`] takes it.
+//! * An RFC 850 two-digit year is read as RFC 9110 §5.6.7 requires: a timestamp that "appears
+//!   to be more than 50 years in the future" is taken from the most recent past year with the
+//!   same two digits. "More than 50 years" compares the whole date and time against `now` plus
+//!   50 calendar years, to the second (not whole years): with now = 2022-09-06, `23-Sep-72` is
+//!   1972 and `01-Sep-72` is 2072. That needs `now`, which is why [`RetryAfter::parse`] takes
+//!   it.
 //! * Dates before 1970 yield nothing (they are in the past for every `now`).
-//! * A delay longer than [`MAX_DELAY`] yields nothing, as does an HTTP-date in the past.
-//!   See each for why.
+//! * A delay longer than [`MAX_DELAY`] *saturates* at [`MAX_DELAY`]: a longer requested wait
+//!   must never make the client come back sooner than a shorter one would. An HTTP-date in the
+//!   past yields nothing. See each for why.
 
 use core::time::Duration;
 
-/// The longest `Retry-After` we believe: 365 days (ours).
+/// The longest `Retry-After` the parser reports: 365 days (ours). Longer ones saturate here.
 ///
-/// A sanity bound, not a policy. It is far beyond any deadline a retry loop holds, so every
-/// believable value reaches the retry policy, which then gives up with "Retry-After beyond the
-/// deadline". Beyond it, the number is far more likely a mistake than a plan: the common one is
-/// a server sending a Unix timestamp (≈ 1.7 × 10⁹ s, 54 years) as delay-seconds. Values that
-/// overflow `u64` land here too. It also keeps `now + delay` far from the end of the core's
-/// `u64`-nanosecond timeline (584 years).
+/// A representation bound, not a policy: the policy is the retry's
+/// [`max_retry_after`](crate::retry::RetryConfig::max_retry_after) (5 minutes by default),
+/// beyond which the call gives up with
+/// [`RetryAfterTooLong`](crate::retry::GiveUpReason::RetryAfterTooLong), and the call's
+/// deadline. A longer value — most often a server sending a Unix timestamp (≈ 1.7 × 10⁹ s,
+/// 54 years) as delay-seconds, or a number that overflows `u64` — still means "not for a very
+/// long time", so it reads as this rather than as no Retry-After at all: reading it as none
+/// would hand the call to its own backoff, and a longer requested wait would bring the client
+/// back sooner (within milliseconds) than a shorter one. It also keeps `now + delay` far from
+/// the end of the core's `u64`-nanosecond timeline (584 years).
 ///
 /// ```
 /// use resilix::classify::retry_after::{parse_delay, MAX_DELAY};
 /// assert_eq!(parse_delay(b"31536000", 0), Some(MAX_DELAY));
-/// assert_eq!(parse_delay(b"31536001", 0), None);
+/// assert_eq!(parse_delay(b"31536001", 0), Some(MAX_DELAY)); // saturates
+/// assert_eq!(parse_delay(b"99999999999999999999999", 0), Some(MAX_DELAY));
 /// ```
 pub const MAX_DELAY: Duration = Duration::from_secs(MAX_DELAY_SECS);
 
@@ -83,7 +99,7 @@ const MAX_DELAY_SECS: u64 = 365 * 24 * 60 * 60;
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum RetryAfter {
     /// `delay-seconds`: wait this long from when the response arrived. Never above
-    /// [`MAX_DELAY`].
+    /// [`MAX_DELAY`] (a longer one saturates there).
     Delay(Duration),
     /// `HTTP-date`: wait until this wall-clock time.
     At {
@@ -127,8 +143,8 @@ impl RetryAfter {
         Some(RetryAfter::At { unix_secs })
     }
 
-    /// How long to wait from `now_unix_secs`; `None` if the date is already past or the wait
-    /// would exceed [`MAX_DELAY`].
+    /// How long to wait from `now_unix_secs`, saturating at [`MAX_DELAY`]; `None` if the date
+    /// is already past.
     ///
     /// A past date yields nothing rather than zero: it most often means the two clocks
     /// disagree, and "retry at once" is the worst guess under overload, so the caller's own
@@ -142,6 +158,9 @@ impl RetryAfter {
     /// assert_eq!(at.delay_from(990), Some(Duration::from_secs(10)));
     /// assert_eq!(at.delay_from(1_000), Some(Duration::ZERO));
     /// assert_eq!(at.delay_from(1_001), None);
+    /// // Far ahead saturates: never sooner than a nearer date.
+    /// let far = RetryAfter::At { unix_secs: u64::MAX };
+    /// assert_eq!(far.delay_from(0), Some(resilix::classify::retry_after::MAX_DELAY));
     /// // A delay is already relative; `now` does not change it.
     /// let d = RetryAfter::Delay(Duration::from_secs(5));
     /// assert_eq!(d.delay_from(u64::MAX), Some(Duration::from_secs(5)));
@@ -151,14 +170,16 @@ impl RetryAfter {
             RetryAfter::Delay(d) => Some(d),
             RetryAfter::At { unix_secs } => match unix_secs.checked_sub(now_unix_secs) {
                 Some(secs) if secs <= MAX_DELAY_SECS => Some(Duration::from_secs(secs)),
-                _ => None,
+                Some(_) => Some(MAX_DELAY),
+                None => None,
             },
         }
     }
 }
 
 /// Parses a `Retry-After` value into the delay from `now_unix_secs`: the one call most callers
-/// need. `None` for anything malformed, negative, beyond [`MAX_DELAY`] or in the past.
+/// need. `None` for anything malformed, negative or in the past; a wait beyond [`MAX_DELAY`]
+/// saturates at it.
 ///
 /// ```
 /// use core::time::Duration;
@@ -170,7 +191,7 @@ impl RetryAfter {
 /// let verdict = Verdict::Overload { retry_after: parse_delay(header, now) };
 /// assert_eq!(verdict.retry_after(), Some(Duration::from_secs(30)));
 /// assert_eq!(parse_delay(b"-1", now), None);
-/// assert_eq!(parse_delay(b"99999999999999999999", now), None);
+/// assert_eq!(parse_delay(b"99999999999999999999", now), Some(resilix::classify::retry_after::MAX_DELAY));
 /// ```
 pub fn parse_delay(value: &[u8], now_unix_secs: u64) -> Option<Duration> {
     RetryAfter::parse(value, now_unix_secs)?.delay_from(now_unix_secs)
@@ -187,18 +208,21 @@ fn trim_ows(mut v: &[u8]) -> &[u8] {
     v
 }
 
-/// `1*DIGIT`, already known to be digits only. Keeps reading past the cap so that a long run
-/// of leading zeros still means what it says.
+/// `1*DIGIT`, already known to be digits only, saturating at [`MAX_DELAY`]. Leading zeros do
+/// not count: the value stays below the cap while they are read, so it never overflows.
 fn parse_delay_seconds(digits: &[u8]) -> Option<Duration> {
     let mut secs: u64 = 0;
     for &d in digits {
         secs = secs * 10 + u64::from(d - b'0');
         if secs > MAX_DELAY_SECS {
-            return None;
+            return Some(MAX_DELAY);
         }
     }
     Some(Duration::from_secs(secs))
 }
+
+/// `Fri, 31 Dec 9999 23:59:59 GMT`, the last second an HTTP-date can write.
+const LAST_HTTP_DATE: i64 = 253_402_300_799;
 
 const DAY_NAMES: [&[u8]; 7] = [b"Sun", b"Mon", b"Tue", b"Wed", b"Thu", b"Fri", b"Sat"];
 const DAY_NAMES_LONG: [&[u8]; 7] = [
@@ -348,10 +372,9 @@ fn parse_rfc850(v: &[u8], now_unix_secs: u64) -> Option<u64> {
     else {
         return None;
     };
-    let two_digit_year = two_digits(*y0, *y1)?;
-    to_unix(Fields {
+    let mut fields = Fields {
         weekday: index_of(&DAY_NAMES_LONG, name)?,
-        year: rfc850_year(two_digit_year, now_unix_secs),
+        year: i64::from(two_digits(*y0, *y1)?),
         month: index_of(&MONTHS, &[*m0, *m1, *m2])? + 1,
         day: two_digits(*d0, *d1)?,
         time: [
@@ -359,23 +382,46 @@ fn parse_rfc850(v: &[u8], now_unix_secs: u64) -> Option<u64> {
             two_digits(*n0, *n1)?,
             two_digits(*s0, *s1)?,
         ],
-    })
+    };
+    fields.year = rfc850_year(&fields, now_unix_secs);
+    to_unix(fields)
 }
 
-/// RFC 9110 §5.6.7: a two-digit year that "appears to be more than 50 years in the future"
-/// is "the most recent year in the past that had the same last two digits". So the year is
-/// the one ending in `yy` within `[now - 49, now + 50]`.
-fn rfc850_year(yy: u8, now_unix_secs: u64) -> i64 {
+/// RFC 9110 §5.6.7: a timestamp with a two-digit year that "appears to be more than 50 years
+/// in the future" is in "the most recent year in the past that had the same last two digits".
+///
+/// `f.year` holds the two digits. The candidate is the first year ending in them that is not
+/// before now's year; it is moved back a century when the whole timestamp (month, day, hour,
+/// minute, second) lies after now plus 50 calendar years, compared field by field. Comparing
+/// the fields rather than second counts keeps the rule exact across leap days (now plus 50
+/// years of a 29 February is a date that may not exist, but it still sorts correctly) and
+/// needs no validation first: a date that does not exist is refused afterwards, whatever its
+/// century.
+fn rfc850_year(f: &Fields, now_unix_secs: u64) -> i64 {
     // `now / 86400` fits an i64 for every u64, and so does its year.
-    let (now_year, _, _) = civil_from_days((now_unix_secs / 86_400) as i64);
-    let first = now_year - 49;
-    first + (i64::from(yy) - first).rem_euclid(100)
+    let days = (now_unix_secs / 86_400) as i64;
+    let (now_year, now_month, now_day) = civil_from_days(days);
+    let rest = now_unix_secs % 86_400;
+    let now_time = [
+        (rest / 3_600) as u8,
+        (rest / 60 % 60) as u8,
+        (rest % 60) as u8,
+    ];
+    let year = now_year + (f.year - now_year).rem_euclid(100);
+    let limit = (now_year + 50, now_month, now_day, now_time);
+    if (year, f.month, f.day, f.time) > limit {
+        year - 100
+    } else {
+        year
+    }
 }
 
 /// Checks the calendar and the day name, then counts seconds since the Unix epoch.
 fn to_unix(f: Fields) -> Option<u64> {
     let [hour, minute, second] = f.time;
-    let leap_second = second == 60 && hour == 23 && minute == 59;
+    // ITU-R TF.460-6: a leap second is the last second of a UTC month.
+    let leap_second =
+        second == 60 && hour == 23 && minute == 59 && f.day == days_in_month(f.year, f.month);
     let valid = (1..=9999).contains(&f.year)
         && (1..=days_in_month(f.year, f.month)).contains(&f.day)
         && hour < 24
@@ -389,6 +435,13 @@ fn to_unix(f: Fields) -> Option<u64> {
         return None;
     }
     let secs = days * 86_400 + i64::from(hour) * 3_600 + i64::from(minute) * 60 + i64::from(second);
+    // 9999-12-31T23:59:60 would be year 10000's first second, which no HTTP-date can write:
+    // it stays the last second the grammar can (see the module docs).
+    let secs = if secs > LAST_HTTP_DATE {
+        LAST_HTTP_DATE
+    } else {
+        secs
+    };
     u64::try_from(secs).ok()
 }
 
@@ -518,15 +571,44 @@ mod tests {
     }
 
     #[test]
-    fn huge_delays_yield_nothing() {
+    fn huge_delays_saturate() {
+        assert_eq!(parse_delay(b"31535999", NOW), secs(31_535_999));
         assert_eq!(parse_delay(b"31536000", NOW), Some(MAX_DELAY));
-        assert_eq!(parse_delay(b"31536001", NOW), None);
+        // Issue 23: one second more used to read as no Retry-After at all.
+        assert_eq!(parse_delay(b"31536001", NOW), Some(MAX_DELAY));
         // A Unix timestamp sent as delay-seconds, the common server bug.
-        assert_eq!(parse_delay(b"1700000000", NOW), None);
-        assert_eq!(parse_delay(b"18446744073709551615", NOW), None); // u64::MAX
-        assert_eq!(parse_delay(b"18446744073709551616", NOW), None); // u64::MAX + 1
-        assert_eq!(parse_delay(b"99999999999999999999", NOW), None);
-        assert_eq!(parse_delay(&[b'9'; 4096], NOW), None);
+        assert_eq!(parse_delay(b"1700000000", NOW), Some(MAX_DELAY));
+        assert_eq!(parse_delay(b"18446744073709551615", NOW), Some(MAX_DELAY)); // u64::MAX
+        assert_eq!(parse_delay(b"18446744073709551616", NOW), Some(MAX_DELAY)); // u64::MAX + 1
+        assert_eq!(parse_delay(b"99999999999999999999", NOW), Some(MAX_DELAY));
+        assert_eq!(parse_delay(&[b'9'; 4096], NOW), Some(MAX_DELAY));
+        // Leading zeros before a huge number do not overflow either.
+        let mut v = std::vec![b'0'; 4096];
+        v.extend_from_slice(b"99999999999999999999");
+        assert_eq!(parse_delay(&v, NOW), Some(MAX_DELAY));
+    }
+
+    #[test]
+    fn a_longer_wait_never_comes_back_sooner() {
+        // Over delay-seconds around the cap and far beyond, the parsed wait never decreases.
+        let mut last = Duration::ZERO;
+        for v in (31_535_990u64..31_536_010).chain([
+            40_000_000,
+            1_700_000_000,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ]) {
+            let got = parse_delay(std::format!("{v}").as_bytes(), NOW).unwrap();
+            assert!(got >= last, "{v}: {got:?} < {last:?}");
+            last = got;
+        }
+        // And over dates: every second of the day around the cap, then the last HTTP-date.
+        let mut last = Duration::ZERO;
+        for unix in (NOW + MAX_DELAY_SECS - 5..NOW + MAX_DELAY_SECS + 5).chain([253_402_300_799]) {
+            let got = RetryAfter::At { unix_secs: unix }.delay_from(NOW).unwrap();
+            assert!(got >= last, "{unix}");
+            last = got;
+        }
     }
 
     #[test]
@@ -593,20 +675,33 @@ mod tests {
     }
 
     #[test]
-    fn dates_too_far_ahead_yield_nothing() {
-        // 365 days after NOW is the cap (2024 is a leap year, so 13 Nov), one second more is not.
+    fn dates_too_far_ahead_saturate() {
+        // 365 days after NOW is the cap (2024 is a leap year, so 13 Nov); later saturates.
         let cap = NOW + MAX_DELAY_SECS;
+        assert_eq!(
+            RetryAfter::At { unix_secs: cap - 1 }.delay_from(NOW),
+            secs(MAX_DELAY_SECS - 1)
+        );
         assert_eq!(
             RetryAfter::At { unix_secs: cap }.delay_from(NOW),
             Some(MAX_DELAY)
         );
-        assert_eq!(RetryAfter::At { unix_secs: cap + 1 }.delay_from(NOW), None);
+        assert_eq!(
+            RetryAfter::At { unix_secs: cap + 1 }.delay_from(NOW),
+            Some(MAX_DELAY)
+        );
         assert_eq!(
             parse_delay(b"Wed, 13 Nov 2024 22:13:20 GMT", NOW),
             Some(MAX_DELAY)
         );
-        assert_eq!(parse_delay(b"Wed, 13 Nov 2024 22:13:21 GMT", NOW), None);
-        assert_eq!(parse_delay(b"Fri, 31 Dec 9999 23:59:59 GMT", NOW), None);
+        assert_eq!(
+            parse_delay(b"Wed, 13 Nov 2024 22:13:21 GMT", NOW),
+            Some(MAX_DELAY)
+        );
+        assert_eq!(
+            parse_delay(b"Fri, 31 Dec 9999 23:59:59 GMT", NOW),
+            Some(MAX_DELAY)
+        );
         // A date is still parsed, so a caller can see what the server meant.
         assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(253_402_300_799));
         assert_eq!(
@@ -655,6 +750,58 @@ mod tests {
             at("Sun, 01 Jan 2017 00:00:00 GMT")
         );
         assert_eq!(at("Sun, 01 Jan 2017 00:00:00 GMT"), Some(1_483_228_800));
+        assert_eq!(
+            at("Tue, 30 Jun 2015 23:59:60 GMT"),
+            at("Wed, 01 Jul 2015 00:00:00 GMT")
+        );
+        // In all three formats.
+        assert_eq!(at("Saturday, 31-Dec-16 23:59:60 GMT"), Some(1_483_228_800));
+        assert_eq!(at("Sat Dec 31 23:59:60 2016"), Some(1_483_228_800));
+        // The end of any month may hold one (ITU-R TF.460-6), a leap February's 29th included.
+        assert_eq!(
+            at("Thu, 29 Feb 2024 23:59:60 GMT"),
+            at("Fri, 01 Mar 2024 00:00:00 GMT")
+        );
+        assert_eq!(
+            at("Sun, 31 Mar 2024 23:59:60 GMT"),
+            at("Mon, 01 Apr 2024 00:00:00 GMT")
+        );
+    }
+
+    #[test]
+    fn a_leap_second_only_at_the_end_of_a_month() {
+        for v in [
+            "Fri, 30 Dec 2016 23:59:60 GMT",
+            "Wed, 28 Feb 2024 23:59:60 GMT",
+            "Tue, 14 Nov 2023 23:59:60 GMT",
+            "Mon, 29 Jun 2015 23:59:60 GMT",
+            "Tue Nov 14 23:59:60 2023",
+            "Tuesday, 14-Nov-23 23:59:60 GMT",
+            "Sat, 31 Dec 2016 23:58:60 GMT",
+            "Sat, 31 Dec 2016 22:59:60 GMT",
+        ] {
+            assert_eq!(RetryAfter::parse(v.as_bytes(), NOW), None, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn the_last_leap_second_stays_in_year_9999() {
+        // Issue 23: this was 253_402_300_800, an instant in year 10000.
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:60 GMT"), Some(253_402_300_799));
+        assert_eq!(at("Fri Dec 31 23:59:60 9999"), Some(253_402_300_799));
+        assert_eq!(at("Fri, 31 Dec 9999 23:59:59 GMT"), Some(253_402_300_799));
+        let (year, _, _) = civil_from_days(253_402_300_799 / 86_400);
+        assert_eq!(year, 9999);
+        // Every accepted date of the last minute, in every format, is in year 9999.
+        for s in 0..=60 {
+            for v in [
+                std::format!("Fri, 31 Dec 9999 23:59:{s:02} GMT"),
+                std::format!("Fri Dec 31 23:59:{s:02} 9999"),
+            ] {
+                let unix = at(&v).unwrap();
+                assert!(unix <= 253_402_300_799, "{v}");
+            }
+        }
     }
 
     #[test]
@@ -783,33 +930,134 @@ mod tests {
         }
     }
 
+    /// The year `rfc850_year` picks for `yy` on `month`/`day` at `time`, with `now`.
+    fn year_of(yy: u8, month: u8, day: u8, time: [u8; 3], now: u64) -> i64 {
+        let f = Fields {
+            weekday: 0,
+            year: i64::from(yy),
+            month,
+            day,
+            time,
+        };
+        rfc850_year(&f, now)
+    }
+
+    fn unix(y: i64, m: u8, d: u8, [h, n, s]: [u8; 3]) -> u64 {
+        (days_from_civil(y, m, d) * 86_400
+            + i64::from(h) * 3_600
+            + i64::from(n) * 60
+            + i64::from(s)) as u64
+    }
+
+    fn rfc850(y: i64, m: u8, d: u8, [h, n, s]: [u8; 3]) -> std::string::String {
+        let days = days_from_civil(y, m, d);
+        let name = core::str::from_utf8(DAY_NAMES_LONG[weekday(days) as usize]).unwrap();
+        let month = core::str::from_utf8(MONTHS[m as usize - 1]).unwrap();
+        std::format!(
+            "{name}, {d:02}-{month}-{:02} {h:02}:{n:02}:{s:02} GMT",
+            y.rem_euclid(100)
+        )
+    }
+
     #[test]
     fn rfc850_years_follow_the_fifty_year_rule() {
         // With now in 2023, "94" is 1994 (2094 would be 71 years ahead)...
         assert_eq!(at("Sunday, 06-Nov-94 08:49:37 GMT"), Some(RFC_EXAMPLE));
-        // ...and "73" is 2073 (50 years ahead at most), "74" is 1974.
-        let y2073 = days_from_civil(2073, 1, 1);
-        let y1974 = days_from_civil(1974, 1, 1);
-        let name = |d: i64| core::str::from_utf8(DAY_NAMES_LONG[weekday(d) as usize]).unwrap();
-        let v = std::format!("{}, 01-Jan-73 00:00:00 GMT", name(y2073));
-        assert_eq!(at(&v), Some(y2073 as u64 * 86_400), "{v}");
-        let v = std::format!("{}, 01-Jan-74 00:00:00 GMT", name(y1974));
-        assert_eq!(at(&v), Some(y1974 as u64 * 86_400), "{v}");
-        // At the epoch, "94" is 1994 and "20" is 2020 (window 1921..=2020).
-        assert_eq!(rfc850_year(94, 0), 1994);
-        assert_eq!(rfc850_year(20, 0), 2020);
-        assert_eq!(rfc850_year(21, 0), 1921);
+        // ...and "73" is 2073 before 14 Nov 22:13:20 (50 years ahead at most), 1973 after it.
+        for (date, want) in [
+            ((2073, 1, 1, [0, 0, 0]), 2073),
+            ((2073, 11, 14, [22, 13, 20]), 2073),
+            ((2073, 11, 14, [22, 13, 21]), 1973),
+            ((2073, 12, 31, [0, 0, 0]), 1973),
+            ((2074, 1, 1, [0, 0, 0]), 1974),
+        ] {
+            let (y, m, d, t) = date;
+            let v = rfc850(want, m, d, t);
+            assert_eq!(at(&v), Some(unix(want, m, d, t)), "{v}");
+            assert_eq!(year_of((y % 100) as u8, m, d, t, NOW), want, "{v}");
+        }
+        // At the epoch, "94" is 1994 and "20" is 2020; "21" before 1 Jan 00:00:00 plus 50
+        // years... is 1921 (2021 is more than 50 years after 1970-01-01).
+        assert_eq!(year_of(94, 1, 1, [0, 0, 0], 0), 1994);
+        assert_eq!(year_of(20, 1, 1, [0, 0, 0], 0), 2020);
+        assert_eq!(year_of(20, 1, 1, [0, 0, 1], 0), 1920);
+        assert_eq!(year_of(21, 1, 1, [0, 0, 0], 0), 1921);
         // Near the end of a century the window crosses it.
-        let in_2099 = days_from_civil(2099, 6, 1) as u64 * 86_400;
-        assert_eq!(rfc850_year(0, in_2099), 2100);
-        assert_eq!(rfc850_year(99, in_2099), 2099);
-        assert_eq!(rfc850_year(50, in_2099), 2050);
+        let in_2099 = unix(2099, 6, 1, [0, 0, 0]);
+        assert_eq!(year_of(0, 1, 1, [0, 0, 0], in_2099), 2100);
+        assert_eq!(year_of(99, 1, 1, [0, 0, 0], in_2099), 2099);
+        assert_eq!(year_of(49, 5, 31, [23, 59, 59], in_2099), 2149);
+        assert_eq!(year_of(49, 6, 1, [0, 0, 1], in_2099), 2049);
+        assert_eq!(year_of(50, 1, 1, [0, 0, 0], in_2099), 2050);
         // Any now, however absurd, gives a year that is then refused, not a panic.
-        assert!(rfc850_year(0, u64::MAX) > 9999);
+        assert!(year_of(0, 1, 1, [0, 0, 0], u64::MAX) > 9999);
         assert_eq!(
             parse_delay(b"Sunday, 06-Nov-94 08:49:37 GMT", u64::MAX),
             None
         );
+    }
+
+    #[test]
+    fn the_fifty_year_rule_compares_full_instants() {
+        // Issue 23's example: with now = 2022-09-06, 2072-09-23 is more than 50 years ahead,
+        // so "72" is 1972. 2072-09-23 was a Friday and was accepted; 1972-09-23 was a Saturday,
+        // so the Friday header now names no date at all, and the Saturday one is 1972.
+        let now = unix(2022, 9, 6, [0, 0, 0]);
+        assert_eq!(
+            RetryAfter::parse(b"Friday, 23-Sep-72 08:01:46 GMT", now),
+            None
+        );
+        assert_eq!(
+            RetryAfter::parse(b"Saturday, 23-Sep-72 08:01:46 GMT", now),
+            Some(RetryAfter::At {
+                unix_secs: unix(1972, 9, 23, [8, 1, 46])
+            })
+        );
+        assert_eq!(year_of(72, 9, 23, [8, 1, 46], now), 1972);
+        assert_eq!(year_of(72, 9, 6, [0, 0, 0], now), 2072);
+        assert_eq!(year_of(72, 9, 6, [0, 0, 1], now), 1972);
+        // 2072-09-05 is not: it stays in 2072 (a Monday).
+        assert_eq!(
+            RetryAfter::parse(b"Monday, 05-Sep-72 08:01:46 GMT", now),
+            Some(RetryAfter::At {
+                unix_secs: unix(2072, 9, 5, [8, 1, 46])
+            })
+        );
+        // A leap day's 50th anniversary does not exist; the comparison is still exact.
+        let leap_now = unix(2024, 2, 29, [12, 0, 0]);
+        assert_eq!(year_of(74, 2, 28, [23, 59, 59], leap_now), 2074);
+        assert_eq!(year_of(74, 3, 1, [0, 0, 0], leap_now), 1974);
+        // Against a plain model over many nows and dates: the chosen year is the one ending in
+        // the two digits, within a century, whose instant is at most now + 50 calendar years
+        // and more than now + 50 years - 100 years.
+        let mut rng = crate::random::SeededRandom::new(23);
+        use crate::random::Random;
+        for _ in 0..200_000 {
+            let now = rng.below(unix(2200, 1, 1, [0, 0, 0]));
+            let (ny, nm, nd) = civil_from_days((now / 86_400) as i64);
+            let rest = now % 86_400;
+            let nt = [
+                (rest / 3_600) as u8,
+                (rest / 60 % 60) as u8,
+                (rest % 60) as u8,
+            ];
+            let m = 1 + rng.below(12) as u8;
+            let d = 1 + rng.below(28) as u8;
+            let t = [
+                rng.below(24) as u8,
+                rng.below(60) as u8,
+                rng.below(60) as u8,
+            ];
+            let yy = rng.below(100) as u8;
+            let got = year_of(yy, m, d, t, now);
+            assert_eq!(got.rem_euclid(100), i64::from(yy));
+            let limit = (ny + 50, nm, nd, nt);
+            assert!((got, m, d, t) <= limit, "{now} {yy} {m} {d} {t:?}: {got}");
+            assert!(
+                (got + 100, m, d, t) > limit,
+                "{now} {yy} {m} {d} {t:?}: {got}"
+            );
+        }
     }
 
     #[test]
@@ -839,8 +1087,8 @@ mod tests {
         let d = RetryAfter::At {
             unix_secs: u64::MAX,
         };
-        assert_eq!(d.delay_from(0), None);
         assert_eq!(d.delay_from(u64::MAX), secs(0));
         assert_eq!(d.delay_from(u64::MAX - MAX_DELAY_SECS), Some(MAX_DELAY));
+        assert_eq!(d.delay_from(0), Some(MAX_DELAY));
     }
 }

@@ -6,8 +6,8 @@
 //!   refused with [`RejectReason::LimiterFull`] when `in_flight ≥ limit`.
 //! * Outcomes feed a window (see `sample.rs`): `Success` and `Answered` give a latency sample
 //!   (`now − admitted_at`); `Overload` and `Timeout` are drops, a congestion signal whose
-//!   latency is never sampled; `Transient` gives nothing (a reset or a 500 says nothing about
-//!   queueing); `Rejected` and cancelled (dropped) permits give nothing and only hand their
+//!   latency is never sampled; `Transient` and `Uncertain` give nothing (a reset or a 500
+//!   says nothing about queueing); `Rejected` and cancelled (dropped) permits give nothing and only hand their
 //!   slot back (concurrency-limits #146).
 //! * Once per window the thread that wins the window's close runs the algorithm
 //!   ([`Gradient2`] by default, [`Vegas`], [`Aimd`]) and stores the new limit, in Q24.8 fixed
@@ -343,7 +343,7 @@ impl<H: ReleaseHook> Limiter<H> {
                 self.window.add_latency(micros, in_flight);
             }
             Verdict::Overload { .. } | Verdict::Timeout => self.window.add_drop(in_flight),
-            Verdict::Transient | Verdict::Rejected(_) => return,
+            Verdict::Transient | Verdict::Uncertain | Verdict::Rejected(_) => return,
         }
         self.close_window(env);
     }

@@ -1,10 +1,12 @@
 //! The retry policy's configuration and the errors that refuse a bad one.
 
 use core::fmt;
+use core::time::Duration;
 
 use crate::retry::backoff::Backoff;
 
-/// How many attempts a call may make and how long to wait between them.
+/// How many attempts a call may make, how long to wait between them, and the longest
+/// `Retry-After` worth waiting for.
 ///
 /// ```
 /// use core::time::Duration;
@@ -16,6 +18,9 @@ use crate::retry::backoff::Backoff;
 /// )?;
 /// assert_eq!(config.max_attempts(), 4);
 /// assert_eq!(RetryConfig::DEFAULT.max_attempts(), 3); // Google SRE: "up to three attempts"
+/// assert_eq!(RetryConfig::DEFAULT.max_retry_after(), Duration::from_secs(300)); // Envoy
+/// let patient = config.with_max_retry_after(Duration::from_secs(3_600));
+/// assert_eq!(patient.max_retry_after(), Duration::from_secs(3_600));
 /// # Ok::<(), resilix::retry::RetryConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -23,15 +28,37 @@ use crate::retry::backoff::Backoff;
 pub struct RetryConfig {
     max_attempts: u32,
     backoff: Backoff,
+    /// Whole nanoseconds, saturating (as the backoff stores its own).
+    max_retry_after_nanos: u64,
 }
 
 impl RetryConfig {
     /// Three attempts counting the first (Google SRE: "a per-request retry budget of up to
-    /// three attempts"), with [`Backoff::DEFAULT`] (full jitter, spec §3.1).
+    /// three attempts"), with [`Backoff::DEFAULT`] (full jitter, spec §3.1) and
+    /// [`DEFAULT_MAX_RETRY_AFTER`](Self::DEFAULT_MAX_RETRY_AFTER).
     pub const DEFAULT: RetryConfig = RetryConfig {
         max_attempts: 3,
         backoff: Backoff::DEFAULT,
+        max_retry_after_nanos: 300_000_000_000,
     };
+
+    /// The longest upstream `Retry-After` a call waits for by default: 300 s, the default of
+    /// Envoy's `rate_limited_retry_back_off.max_interval` ("If a reset header contains an
+    /// interval longer than this then it will be discarded"), the one general-purpose proxy
+    /// default for exactly this bound.
+    ///
+    /// What others do: the Stainless-generated SDKs (OpenAI's, Anthropic's) obey a
+    /// Retry-After only up to 60 s; the AWS SDKs' 2026 retry behaviour clamps
+    /// `x-amz-retry-after` to at most the backoff plus 5 s; gRPC's retry pushback (A6) is
+    /// obeyed as sent, with no bound; Polly, resilience4j and failsafe-go leave it to the
+    /// user's delay function. Five minutes outlasts the per-minute windows most rate limits
+    /// use and every interactive deadline, and a caller that means to wait longer says so.
+    ///
+    /// Unlike Envoy and those SDKs, a longer Retry-After is not discarded in favour of our own
+    /// (much shorter) backoff: the call gives up at once with
+    /// [`GiveUpReason::RetryAfterTooLong`](crate::retry::GiveUpReason::RetryAfterTooLong),
+    /// because retrying sooner than the upstream asked is the one thing it asked us not to do.
+    pub const DEFAULT_MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
     /// At most `max_attempts` attempts (the first included), `backoff` between them. Zero
     /// attempts is refused: a call always makes its first attempt; use `1` for no retries.
@@ -42,7 +69,23 @@ impl RetryConfig {
         Ok(RetryConfig {
             max_attempts,
             backoff,
+            max_retry_after_nanos: RetryConfig::DEFAULT.max_retry_after_nanos,
         })
+    }
+
+    /// The same config, waiting for an upstream `Retry-After` of at most `cap`; a longer one
+    /// makes the call give up at once with
+    /// [`GiveUpReason::RetryAfterTooLong`](crate::retry::GiveUpReason::RetryAfterTooLong).
+    ///
+    /// Every value has a meaning, so none is refused: `Duration::ZERO` honours only
+    /// `Retry-After: 0` (OkHttp's rule for a 503), and `Duration::MAX` waits for any
+    /// Retry-After, bounded then only by the call's deadline. A Retry-After exactly equal to
+    /// `cap` is honoured. Durations beyond `u64` nanoseconds (584 years) read as that.
+    pub const fn with_max_retry_after(self, cap: Duration) -> Self {
+        RetryConfig {
+            max_retry_after_nanos: crate::time::duration_as_nanos_saturating(cap),
+            ..self
+        }
     }
 
     /// The most attempts a call makes, the first included.
@@ -53,6 +96,12 @@ impl RetryConfig {
     /// The delay formula between attempts.
     pub const fn backoff(&self) -> Backoff {
         self.backoff
+    }
+
+    /// The longest upstream `Retry-After` a call waits for
+    /// ([`DEFAULT_MAX_RETRY_AFTER`](Self::DEFAULT_MAX_RETRY_AFTER) unless set).
+    pub const fn max_retry_after(&self) -> Duration {
+        Duration::from_nanos(self.max_retry_after_nanos)
     }
 }
 
@@ -117,6 +166,33 @@ mod tests {
             u32::MAX
         );
         assert_eq!(RetryConfig::default(), RetryConfig::DEFAULT);
+    }
+
+    #[test]
+    fn the_retry_after_cap_defaults_to_envoys_and_takes_any_value() {
+        let c = RetryConfig::new(4, Backoff::NONE).unwrap();
+        assert_eq!(c.max_retry_after(), RetryConfig::DEFAULT_MAX_RETRY_AFTER);
+        assert_eq!(
+            RetryConfig::DEFAULT_MAX_RETRY_AFTER,
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            RetryConfig::DEFAULT.max_retry_after(),
+            RetryConfig::DEFAULT_MAX_RETRY_AFTER
+        );
+        for cap in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_secs(86_400),
+        ] {
+            let c = c.with_max_retry_after(cap);
+            assert_eq!(c.max_retry_after(), cap);
+            assert_eq!((c.max_attempts(), c.backoff()), (4, Backoff::NONE));
+        }
+        assert_eq!(
+            c.with_max_retry_after(Duration::MAX).max_retry_after(),
+            Duration::from_nanos(u64::MAX)
+        );
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! Retry is the outermost slot of a [`Pipeline`](crate::pipeline::Pipeline) and each attempt
 //! re-enters the whole stack, so the breaker, limiter and rate limiter are consulted again.
 //! What may be retried follows the verdict (spec §3.2): `Answered` and `Rejected` never,
-//! `Overload` and `Transient` yes, `Timeout` only when the caller declared the operation
-//! idempotent. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
+//! `Overload` and `Transient` yes, `Timeout` and `Uncertain` (the upstream may have acted on
+//! the request) only when the caller declared the operation idempotent. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
 //! collapsed into "would have retried but the budget said no".
 //!
 //! * [`Backoff`] and [`Strategy`]: the delay formulas of spec §3.1 (full jitter by default).
@@ -63,12 +63,13 @@ pub enum RetryDecision {
 /// let r = GiveUpReason::NotRetryable(VerdictKind::Answered);
 /// assert_eq!(format!("{r}"), "not retryable: the last attempt was answered");
 /// assert_ne!(GiveUpReason::BudgetExceeded, GiveUpReason::AttemptsExhausted { attempts: 3 });
+/// assert!(format!("{}", GiveUpReason::RetryAfterTooLong).contains("longer than"));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum GiveUpReason {
-    /// The verdict may not be retried (answered, rejected, or a timeout of a call not
-    /// declared idempotent).
+    /// The verdict may not be retried (answered, rejected, or a timeout or uncertain failure
+    /// of a call not declared idempotent).
     NotRetryable(VerdictKind),
     /// Every allowed attempt was made.
     AttemptsExhausted {
@@ -81,6 +82,10 @@ pub enum GiveUpReason {
     DeadlineWouldPass,
     /// The upstream's `Retry-After` points past the deadline.
     RetryAfterBeyondDeadline,
+    /// The upstream's `Retry-After` is longer than the retry policy waits for
+    /// ([`RetryConfig::max_retry_after`], 300 s by default). Checked before the deadline, so
+    /// the same answer gives the same reason with or without one.
+    RetryAfterTooLong,
 }
 
 impl GiveUpReason {
@@ -146,6 +151,9 @@ impl fmt::Display for GiveUpReason {
             GiveUpReason::RetryAfterBeyondDeadline => {
                 f.write_str("the upstream's Retry-After lies beyond the deadline")
             }
+            GiveUpReason::RetryAfterTooLong => f.write_str(
+                "the upstream's Retry-After is longer than the retry policy waits for (raise RetryConfig::with_max_retry_after to wait)",
+            ),
         }
     }
 }
@@ -184,13 +192,17 @@ pub trait RetryPolicy {
 ///     Err(RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Timeout)))
 /// );
 /// assert_eq!(retryable(&Verdict::Timeout, true), Ok(()));
+/// // A 500 may have done the work: like a timeout, retried only when idempotent.
+/// assert_eq!(retryable(&Verdict::Uncertain, true), Ok(()));
+/// assert!(retryable(&Verdict::Uncertain, false).is_err());
 /// ```
 pub const fn retryable(verdict: &Verdict, idempotent: bool) -> Result<(), RetryDecision> {
     match verdict {
         Verdict::Success | Verdict::Answered => Err(RetryDecision::Done),
         Verdict::Overload { .. } | Verdict::Transient => Ok(()),
-        Verdict::Timeout if idempotent => Ok(()),
-        Verdict::Timeout | Verdict::Rejected(_) => Err(RetryDecision::GiveUp(
+        // The upstream may have done the work: a retry may do it twice.
+        Verdict::Timeout | Verdict::Uncertain if idempotent => Ok(()),
+        Verdict::Timeout | Verdict::Uncertain | Verdict::Rejected(_) => Err(RetryDecision::GiveUp(
             GiveUpReason::NotRetryable(verdict.kind()),
         )),
     }

@@ -7,21 +7,31 @@
 //! 1. May this verdict be retried at all? ([`retryable`]: `Answered` and `Rejected` never,
 //!    `Timeout` only when the call is idempotent.) → [`GiveUpReason::NotRetryable`]
 //! 2. Is an attempt left? → [`GiveUpReason::AttemptsExhausted`]
-//! 3. Does the upstream's Retry-After end before the deadline? →
+//! 3. Is the upstream's Retry-After within the longest wait we accept
+//!    ([`RetryConfig::max_retry_after`], 300 s by default)? → [`GiveUpReason::RetryAfterTooLong`]
+//! 4. Does the upstream's Retry-After end before the deadline? →
 //!    [`GiveUpReason::RetryAfterBeyondDeadline`]
-//! 4. Can the next attempt start strictly before the deadline, after its delay? →
+//! 5. Can the next attempt start strictly before the deadline, after its delay? →
 //!    [`GiveUpReason::DeadlineWouldPass`]
-//! 5. Does the budget grant the retry? → [`GiveUpReason::BudgetExceeded`]
+//! 6. Does the budget grant the retry? → [`GiveUpReason::BudgetExceeded`]
 //!
 //! The budget is asked last, only when a retry is otherwise going to happen, so a budget
 //! refusal always means "we would have retried" and tokens are never spent on a retry that
-//! will not be made. (Failures that stop at 2–4 are still *recorded* with the budget, for
+//! will not be made. (Failures that stop at 2–5 are still *recorded* with the budget, for
 //! gRPC-style buckets that charge every failure.)
 //!
 //! **Retry-After.** The delay is `max(backoff, retry_after)`: the upstream's floor is always
 //! honoured, and when the backoff is already longer the jitter still spreads clients out. The
 //! backoff series itself (decorrelated's "previous") continues from the drawn backoff, not the
 //! Retry-After, so one long Retry-After does not inflate every later delay.
+//!
+//! **Retry-After beyond the cap**: a call without a deadline would otherwise sleep as long as
+//! the upstream says, and an `Overload` with a 364-day Retry-After would schedule a retry 364
+//! days out, holding the caller (and whatever it holds) that long. Beyond the cap the call
+//! gives up at once, for the same reason as beyond the deadline below; the cap is checked
+//! first, so one upstream answer gives one reason whether or not the call has a deadline. The
+//! parser saturates absurd values (a Unix timestamp sent as delay-seconds) rather than
+//! dropping them, so they land here too, never in our own much shorter backoff.
 //!
 //! **Retry-After beyond the deadline** (spec §9): give up at once with its own reason rather
 //! than ignore it and retry sooner. The upstream said it cannot serve us before then;
@@ -43,7 +53,7 @@ use crate::retry::backoff::Backoff;
 use crate::retry::budget::{RetryBudget, Unlimited};
 use crate::retry::config::RetryConfig;
 use crate::retry::{AttemptOutcome, GiveUpReason, RetryDecision, RetryPolicy, retryable};
-use crate::time::Instant;
+use crate::time::{Instant, duration_as_nanos_saturating};
 use crate::verdict::{Verdict, VerdictKind};
 
 /// Retry with backoff, Retry-After, the deadline and a shared budget `B`.
@@ -167,14 +177,7 @@ impl<B: RetryBudget> RetryPolicy for Retry<B> {
             return decision;
         }
         let kind = verdict.kind();
-        match plan(
-            &self.config.backoff(),
-            self.config.max_attempts(),
-            attempt,
-            state,
-            outcome,
-            env,
-        ) {
+        match plan(&self.config, attempt, state, outcome, env) {
             Err(reason) => {
                 self.budget.record_unretried_failure(now, kind);
                 RetryDecision::GiveUp(reason)
@@ -191,27 +194,37 @@ impl<B: RetryBudget> RetryPolicy for Retry<B> {
     }
 }
 
-/// Steps 2–4 of the module docs for a retryable failure: when the next attempt would start
+/// Steps 2–5 of the module docs for a retryable failure: when the next attempt would start
 /// and the backoff drawn for it, or why there is none. Draws from `env.rng` only when the
 /// attempt cap and the Retry-After allow a retry.
 fn plan<R: Random + ?Sized, O: Observer + ?Sized>(
-    backoff: &Backoff,
-    max_attempts: u32,
+    config: &RetryConfig,
     attempt: u32,
     state: &RetryState,
     outcome: &AttemptOutcome,
     env: &mut Env<'_, R, O>,
 ) -> Result<(Instant, Duration), GiveUpReason> {
-    if attempt >= max_attempts {
+    if attempt >= config.max_attempts() {
         return Err(GiveUpReason::AttemptsExhausted { attempts: attempt });
     }
     let now = env.now;
     let retry_after = outcome.verdict.retry_after();
-    if let (Some(wait), Some(deadline)) = (retry_after, outcome.deadline)
-        && deadline.has_passed(now.saturating_add(wait))
-    {
-        return Err(GiveUpReason::RetryAfterBeyondDeadline);
+    if let Some(wait) = retry_after {
+        // On the u64-nanosecond timeline, as every instant is: a wait beyond its 584 years
+        // reads as its end, so a cap of `Duration::MAX` waits for any Retry-After.
+        if duration_as_nanos_saturating(wait)
+            > duration_as_nanos_saturating(config.max_retry_after())
+        {
+            return Err(GiveUpReason::RetryAfterTooLong);
+        }
+        if outcome
+            .deadline
+            .is_some_and(|deadline| deadline.has_passed(now.saturating_add(wait)))
+        {
+            return Err(GiveUpReason::RetryAfterBeyondDeadline);
+        }
     }
+    let backoff: Backoff = config.backoff();
     let drawn = backoff.delay(attempt, state.previous, &mut *env.rng);
     let delay = match retry_after {
         Some(wait) if wait > drawn => wait,
@@ -415,8 +428,10 @@ mod tests {
             decide_at(&r, &mut s, o(499), Instant::ZERO),
             RetryDecision::RetryAt(Instant::from_millis(499))
         );
-        // Without a deadline any Retry-After is honoured, even one to the end of time.
-        let mut s = r.begin(Instant::ZERO);
+        // Without a deadline, and with no cap, any Retry-After is honoured, even one to the
+        // end of time.
+        let uncapped = Retry::unbudgeted(exp(5).with_max_retry_after(Duration::MAX));
+        let mut s = uncapped.begin(Instant::ZERO);
         let forever = outcome(
             Verdict::Overload {
                 retry_after: Some(Duration::MAX),
@@ -424,8 +439,70 @@ mod tests {
             1,
         );
         assert_eq!(
-            decide_at(&r, &mut s, forever, Instant::from_secs(1)),
+            decide_at(&uncapped, &mut s, forever, Instant::from_secs(1)),
             RetryDecision::RetryAt(Instant::MAX)
+        );
+    }
+
+    #[test]
+    fn retry_after_beyond_the_cap_gives_up_at_once() {
+        let cap = Duration::from_secs(300);
+        let r = Retry::unbudgeted(exp(5));
+        assert_eq!(r.config().max_retry_after(), cap);
+        let o = |ra: Duration, deadline: Option<Deadline>| AttemptOutcome {
+            deadline,
+            ..outcome(
+                Verdict::Overload {
+                    retry_after: Some(ra),
+                },
+                1,
+            )
+        };
+        let now = Instant::from_secs(10);
+        // At the cap: honoured. One nanosecond more: gives up, deadline or not.
+        let mut s = r.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r, &mut s, o(cap, None), now),
+            RetryDecision::RetryAt(now + cap)
+        );
+        for deadline in [
+            None,
+            Some(Deadline::at(Instant::from_secs(5))),
+            Some(Deadline::at(Instant::MAX)),
+        ] {
+            let mut s = r.begin(Instant::ZERO);
+            assert_eq!(
+                decide_at(&r, &mut s, o(cap + Duration::from_nanos(1), deadline), now),
+                RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong),
+                "{deadline:?}"
+            );
+            // Still before the budget and the backoff: nothing drawn, nothing spent.
+            assert_eq!(s.previous_delay(), 5 * MS);
+        }
+        // Issue 13 point 5: a 364-day Retry-After and no deadline.
+        let mut s = r.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r, &mut s, o(Duration::from_secs(364 * 86_400), None), now),
+            RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong)
+        );
+        // A cap of zero honours only "Retry-After: 0".
+        let r0 = Retry::unbudgeted(exp(5).with_max_retry_after(Duration::ZERO));
+        let mut s = r0.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r0, &mut s, o(Duration::ZERO, None), now),
+            RetryDecision::RetryAt(now + 10 * MS)
+        );
+        let mut s = r0.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r0, &mut s, o(Duration::from_nanos(1), None), now),
+            RetryDecision::GiveUp(GiveUpReason::RetryAfterTooLong)
+        );
+        // Attempts run out first: that is the reason, not the Retry-After.
+        let r1 = Retry::unbudgeted(exp(1));
+        let mut s = r1.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r1, &mut s, o(Duration::MAX, None), now),
+            RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted { attempts: 1 })
         );
     }
 

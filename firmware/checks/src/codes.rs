@@ -15,6 +15,7 @@ pub fn verdict_code(v: &Verdict) -> u64 {
         VerdictKind::Transient => 4,
         VerdictKind::Timeout => 5,
         VerdictKind::Rejected => 6,
+        VerdictKind::Uncertain => 7,
     };
     let extra = match v {
         Verdict::Overload {
@@ -47,6 +48,7 @@ pub fn give_up_code(reason: &GiveUpReason) -> u64 {
         GiveUpReason::BudgetExceeded => 300,
         GiveUpReason::DeadlineWouldPass => 301,
         GiveUpReason::RetryAfterBeyondDeadline => 302,
+        GiveUpReason::RetryAfterTooLong => 303,
     }
 }
 
@@ -58,6 +60,7 @@ fn kind_verdict(kind: VerdictKind) -> Verdict {
         K::Answered => Verdict::Answered,
         K::Overload => Verdict::Overload { retry_after: None },
         K::Transient => Verdict::Transient,
+        K::Uncertain => Verdict::Uncertain,
         K::Timeout => Verdict::Timeout,
         K::Rejected => Verdict::Rejected(RejectReason::BulkheadFull),
     }

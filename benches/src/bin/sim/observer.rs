@@ -53,6 +53,7 @@ pub fn give_up_key(reason: &GiveUpReason) -> String {
         GiveUpReason::BudgetExceeded => "budget-exceeded".into(),
         GiveUpReason::DeadlineWouldPass => "deadline-would-pass".into(),
         GiveUpReason::RetryAfterBeyondDeadline => "retry-after-beyond-deadline".into(),
+        GiveUpReason::RetryAfterTooLong => "retry-after-too-long".into(),
     }
 }
 

@@ -12,7 +12,8 @@ use crate::codes::verdict_code;
 pub(crate) fn http(t: &mut Trace) -> Result<(), &'static str> {
     let wait = Some(core::time::Duration::from_secs(2));
     for status in [
-        0u16, 100, 200, 204, 304, 400, 404, 408, 429, 499, 500, 502, 503, 504, 599, 600, 999,
+        0u16, 100, 200, 204, 304, 400, 404, 408, 413, 421, 425, 429, 499, 500, 501, 502, 503, 504,
+        505, 511, 599, 600, 999,
     ] {
         let v = classify_status(status, wait);
         t.push(verdict_code(&v));
@@ -26,8 +27,12 @@ pub(crate) fn http(t: &mut Trace) -> Result<(), &'static str> {
         "503 lost its Retry-After",
     )?;
     ensure(
-        classify_status(500, wait).kind() == VerdictKind::Transient,
-        "500 is not transient",
+        classify_status(500, wait).kind() == VerdictKind::Uncertain,
+        "500 is not uncertain",
+    )?;
+    ensure(
+        classify_status(408, None).kind() == VerdictKind::Transient,
+        "408 is not transient",
     )?;
     Ok(())
 }
