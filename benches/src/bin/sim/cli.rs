@@ -22,6 +22,7 @@ EXPERIMENTS (default: all)
   quota     gRPC A6 and AWS SDK retry token counts
   e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
+  rare_drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -49,8 +50,15 @@ sim run OPTIONS (defaults in brackets)
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 7] = [
-    "aws", "sre", "throttle", "brooker", "quota", "e2e", "little",
+pub const EXPERIMENTS: [&str; 8] = [
+    "aws",
+    "sre",
+    "throttle",
+    "brooker",
+    "quota",
+    "e2e",
+    "little",
+    "rare_drops",
 ];
 
 pub enum Command {

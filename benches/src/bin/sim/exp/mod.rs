@@ -6,6 +6,7 @@ pub mod brooker;
 pub mod e2e;
 pub mod little;
 pub mod quota;
+pub mod rare_drops;
 pub mod sre;
 pub mod throttle;
 
@@ -30,7 +31,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 7] = [
+pub const ALL: [(&str, Experiment); 8] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -38,6 +39,7 @@ pub const ALL: [(&str, Experiment); 7] = [
     ("quota", quota::run),
     ("e2e", e2e::run),
     ("little", little::run),
+    ("rare_drops", rare_drops::run),
 ];
 
 pub fn mean(xs: &[f64]) -> f64 {
