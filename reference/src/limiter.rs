@@ -460,8 +460,10 @@ impl Random for Recorder<'_> {
     }
 }
 
-/// Replays what a [`Recorder`] drew; zeros after that (a difference in how many draws each
-/// side makes then shows as a different refresh schedule, and so in a later limit).
+/// Replays what a [`Recorder`] drew; all ones after that (a difference in how many draws each
+/// side makes then shows as a different refresh schedule, and so in a later limit; ones, not
+/// zeros, because `below(n)` accepts an all-ones draw for every `n` below 2^63 and would
+/// reject zeros forever for most `n`).
 struct Replay<'d> {
     drawn: &'d [u32],
 }
@@ -473,7 +475,7 @@ impl Random for Replay<'_> {
                 self.drawn = rest;
                 v
             }
-            None => 0,
+            None => u32::MAX,
         }
     }
 }
