@@ -129,3 +129,46 @@ fn a_release_racing_the_waiters_re_check_never_loses_the_wake_up() {
         assert_eq!((limiter.in_flight(), limiter.waiting()), (0, 0));
     });
 }
+
+#[test]
+fn racing_settles_after_a_whole_circle_idle_close_the_window_exactly_once() {
+    // The window opened at 2 s; the next settles come one circle of its 4 ns tick word later
+    // (2^34 ns) plus 1 ms, from two threads at once. Read modulo 2^32 the window would look
+    // 1 ms old and stay open; widened with its era it is 17.18 s old. Under every
+    // interleaving exactly one settle wins the `closing` flag and closes it (AIMD: +1 call),
+    // and the loser sees the reopened window (era and word from the winner) as young.
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let config = LimiterConfig {
+            min_limit: 1,
+            initial_limit: 1,
+            max_limit: 10,
+            window_samples: 1,
+            min_rtt: Duration::ZERO,
+            probe_multiplier: 0,
+            ..LimiterConfig::aimd()
+        };
+        let limiter = loom::sync::Arc::new(Limiter::new(config).unwrap());
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::from_secs(2), &mut rng);
+        let first = limiter.admit(&mut env).unwrap();
+        first.settle(&Verdict::Success, &mut env); // closes the window opened at 0: limit 2
+        assert_eq!(limiter.limit(), 2);
+        let late = Instant::from_nanos(2_000_000_000 + (1 << 34) + 1_000_000);
+        // Each thread admits 1 ms before `late` and settles at `late`.
+        let call = move |limiter: &Limiter, seed: u64| {
+            let mut rng = SeededRandom::new(seed);
+            let mut env = Env::new(late - Duration::from_millis(1), &mut rng);
+            let p = limiter.admit(&mut env).unwrap();
+            env.now = late;
+            p.settle(&Verdict::Success, &mut env);
+        };
+        let l2 = limiter.clone();
+        let other = loom::thread::spawn(move || call(&l2, 2));
+        call(&limiter, 3);
+        other.join().unwrap();
+        assert_eq!(limiter.limit(), 3, "closed exactly once");
+        assert_eq!(limiter.in_flight(), 0);
+    });
+}

@@ -25,6 +25,7 @@
 
 pub mod breaker;
 pub mod bulkhead;
+pub mod limiter;
 pub mod retry;
 pub mod timeline;
 pub mod traffic;

@@ -62,7 +62,7 @@ impl AimdRule {
             Some(r) => r.0 > self.timeout.0,
             None => false,
         };
-        let new = if w.dropped || slow {
+        let new = if w.dropped() || slow {
             // Whole calls, as upstream's `(int)(limit · ratio)`.
             mul_ratio(limit, self.backoff) / CALL * CALL
         } else if w.rtt.is_some() && (w.max_in_flight as u64) * 2 * (CALL as u64) >= limit as u64 {
@@ -97,7 +97,8 @@ mod tests {
         WindowSummary {
             rtt: Some(Rtt::from_micros(ms * 1000)),
             max_in_flight: in_flight,
-            dropped,
+            samples: 1,
+            drops: dropped as u32,
         }
     }
 
@@ -150,7 +151,8 @@ mod tests {
         let drops_only = WindowSummary {
             rtt: None,
             max_in_flight: 5,
-            dropped: true,
+            samples: 0,
+            drops: 1,
         };
         assert_eq!(rule(1).update(10 * CALL, &drops_only), 9 * CALL);
     }

@@ -235,8 +235,11 @@ pub(crate) const fn compile(c: &LimiterConfig) -> Result<Rule, LimiterConfigErro
             if !in_range(g.rtt_tolerance, 1.0, 100.0, true, true) {
                 return Err(out("gradient2.rtt_tolerance", "in [1.0, 100.0]"));
             }
-            if !in_range(g.drop_backoff, 0.5, 1.0, true, false) {
-                return Err(out("gradient2.drop_backoff", "in [0.5, 1)"));
+            if !in_range(g.drop_backoff, 0.5, 1.0, true, true) {
+                return Err(out("gradient2.drop_backoff", "in [0.5, 1.0]"));
+            }
+            if !in_range(g.drop_threshold, 0.0, 1.0, true, false) {
+                return Err(out("gradient2.drop_threshold", "in [0, 1)"));
             }
             Rule::Gradient2(Gradient2Rule {
                 min,
@@ -246,6 +249,7 @@ pub(crate) const fn compile(c: &LimiterConfig) -> Result<Rule, LimiterConfigErro
                 long_window: g.long_window,
                 tolerance: ratio_from_f32(g.rtt_tolerance),
                 backoff: ratio_from_f32(g.drop_backoff),
+                threshold: ratio_from_f32(g.drop_threshold),
             })
         }
         Algorithm::Vegas(v) => {
@@ -292,9 +296,17 @@ mod tests {
             (20 * CALL, 200 * CALL, 4 * CALL, 600)
         );
         assert_eq!(
-            (g.smoothing, g.tolerance, g.backoff),
-            (13_107, 98_304, 58_982)
+            (g.smoothing, g.tolerance, g.backoff, g.threshold),
+            (13_107, 98_304, 58_982, 1_311)
         );
+        let netflix = LimiterConfig {
+            algorithm: Algorithm::Gradient2(Gradient2::NETFLIX),
+            ..LimiterConfig::gradient2()
+        };
+        let Ok(Rule::Gradient2(n)) = compile(&netflix) else {
+            panic!("drop_backoff 1.0 (Netflix: drops ignored) is accepted")
+        };
+        assert_eq!(n.backoff, UNIT);
         let Ok(Rule::Vegas(v)) = compile(&LimiterConfig::vegas()) else {
             panic!()
         };
@@ -316,7 +328,7 @@ mod tests {
                 ..g
             }
         };
-        let cases: [(LimiterConfig, &str); 18] = [
+        let cases: [(LimiterConfig, &str); 21] = [
             (
                 LimiterConfig {
                     min_limit: 0,
@@ -397,7 +409,16 @@ mod tests {
             ),
             (with_g(|p| p.smoothing = 0.0), "gradient2.smoothing"),
             (with_g(|p| p.rtt_tolerance = 0.9), "gradient2.rtt_tolerance"),
-            (with_g(|p| p.drop_backoff = 1.0), "gradient2.drop_backoff"),
+            (with_g(|p| p.drop_backoff = 1.01), "gradient2.drop_backoff"),
+            (with_g(|p| p.drop_backoff = 0.49), "gradient2.drop_backoff"),
+            (
+                with_g(|p| p.drop_threshold = 1.0),
+                "gradient2.drop_threshold",
+            ),
+            (
+                with_g(|p| p.drop_threshold = -0.01),
+                "gradient2.drop_threshold",
+            ),
             (with_g(|p| p.long_window = 0), "gradient2.long_window"),
             (
                 LimiterConfig {

@@ -13,12 +13,33 @@
 //! limit    = clamp(limit · (1 - smoothing) + new · smoothing, min, max)
 //! ```
 //!
-//! One departure, decided here: upstream ignores drops (concurrency-limits #176), so an
-//! upstream that sheds with fast 503s, whose latency stays flat, is never backed off from. We
-//! read a window with any drop (`Overload`, `Timeout`) as congestion and multiply the limit by
-//! `drop_backoff` (0.9, the backoff of Netflix's GradientLimit v1 and AIMD, and the value #146
-//! settled on). The latency of a dropped call never enters the average either way, so fast
-//! rejections cannot make the upstream look quick (the #176 concern).
+//! # Drops
+//!
+//! Upstream ignores drops (the `didDrop` argument of `Gradient2Limit._update` is never read;
+//! concurrency-limits #176), so an upstream that sheds with fast 503s, whose latency stays
+//! flat, is never backed off from. Netflix's loss-based algorithms go the other way: AIMD
+//! (`AIMDLimit`) and GradientLimit v1 multiply the limit by 0.9 on any drop, and under
+//! `WindowedLimit` a window with any drop counts as one drop (TCP Reno halves once per round
+//! trip on any loss, the same rule). With a thousand calls a window, "any drop" is a rate:
+//! one timeout in 10,000 calls then cuts half the windows by 10%, which the +0.8 call of
+//! growth per window cannot make up, and a healthy limiter collapses to its floor (issue 13).
+//!
+//! So a window is read as congested only when its drops exceed `drop_threshold` of its
+//! outcomes (latency samples plus drops): 2% by default, BBR's `BBRLossThresh` (the loss rate
+//! per round trip BBR tolerates before it backs off, draft-ietf-ccwg-bbr §"Probing for
+//! bandwidth"), and the rate below which Google Congestion Control still raises its rate
+//! (draft-ietf-rmcat-gcc-02 §5.5). A congested window multiplies the limit by `drop_backoff`
+//! (0.9, GradientLimit v1's and AIMD's backoff, and the value #146 settled on). A window whose
+//! drops stay below the threshold updates from its latency like any other; the latency of a
+//! dropped call never enters the average either way, so fast rejections cannot make the
+//! upstream look quick (the #176 concern).
+//!
+//! * `drop_threshold: 0.0` is the old rule: any drop cuts (Netflix AIMD under `WindowedLimit`).
+//! * `drop_backoff: 1.0` is Netflix Gradient2's own behaviour: drops ignored
+//!   ([`Gradient2::NETFLIX`]).
+//!
+//! A small window (the default `window_samples` is 10) with one drop is 10% dropped and cuts:
+//! at low traffic one timeout is strong evidence; at high traffic it is noise.
 
 use super::fixed::{CALL, Rtt, UNIT, mul_ratio, smooth};
 use super::sample::{Baseline, WindowSummary};
@@ -43,9 +64,14 @@ pub struct Gradient2 {
     /// over the baseline: against an upstream that queues beyond its capacity `C`, 1.5 settles
     /// near `1.5·C + queue_size`; 1.0 near `C + queue_size`.
     pub rtt_tolerance: f32,
-    /// Factor applied to the limit after a window with a drop, in [0.5, 1). Default 0.9
-    /// (ours; Netflix GradientLimit v1's backoff and concurrency-limits #146).
+    /// Factor applied to the limit after a congested window (see `drop_threshold`), in
+    /// [0.5, 1.0]. Default 0.9 (Netflix GradientLimit v1's and AIMD's backoff, and
+    /// concurrency-limits #146). 1.0 ignores drops, as Netflix's Gradient2 does.
     pub drop_backoff: f32,
+    /// A window is congested when its drops (`Overload`, `Timeout`) exceed this fraction of
+    /// its outcomes, in [0, 1). Default 0.02 (ours, after BBR's 2% `BBRLossThresh` and GCC's 2%
+    /// low-loss bound; see the module docs). 0.0 backs off on any drop.
+    pub drop_threshold: f32,
 }
 
 impl Gradient2 {
@@ -56,6 +82,23 @@ impl Gradient2 {
         long_window: 600,
         rtt_tolerance: 1.5,
         drop_backoff: 0.9,
+        drop_threshold: 0.02,
+    };
+
+    /// Netflix's Gradient2 exactly: drops ignored (`drop_backoff` 1.0), every other parameter
+    /// its default.
+    ///
+    /// ```
+    /// use resilix::limiter::{Algorithm, Gradient2, Limiter, LimiterConfig};
+    /// let config = LimiterConfig {
+    ///     algorithm: Algorithm::Gradient2(Gradient2::NETFLIX),
+    ///     ..LimiterConfig::gradient2()
+    /// };
+    /// assert!(Limiter::new(config).is_ok());
+    /// ```
+    pub const NETFLIX: Gradient2 = Gradient2 {
+        drop_backoff: 1.0,
+        ..Gradient2::DEFAULT
     };
 }
 
@@ -78,6 +121,15 @@ pub(crate) struct Gradient2Rule {
     pub(crate) long_window: u32,
     pub(crate) tolerance: u32,
     pub(crate) backoff: u32,
+    /// `drop_threshold` in Q16.
+    pub(crate) threshold: u32,
+}
+
+/// Whether a window with `drops` drops among `outcomes` outcomes is congested: drops above
+/// `threshold` (Q16) of the outcomes. Exact in 64 bits.
+pub(crate) const fn congested(drops: u32, outcomes: u32, threshold: u32) -> bool {
+    drops > 0
+        && (drops as u64) * (super::fixed::UNIT as u64) > (threshold as u64) * (outcomes as u64)
 }
 
 impl Gradient2Rule {
@@ -88,7 +140,9 @@ impl Gradient2Rule {
         base: Baseline,
         w: &WindowSummary,
     ) -> (u32, Baseline) {
-        if w.dropped {
+        if self.backoff < UNIT
+            && congested(w.drops, w.samples.saturating_add(w.drops), self.threshold)
+        {
             return (self.clamp(mul_ratio(limit, self.backoff)), base);
         }
         let short = match w.rtt {
@@ -157,6 +211,7 @@ mod tests {
             long_window: g.long_window,
             tolerance: ratio_from_f32(g.rtt_tolerance),
             backoff: ratio_from_f32(g.drop_backoff),
+            threshold: ratio_from_f32(g.drop_threshold),
         }
     }
 
@@ -171,7 +226,8 @@ mod tests {
         WindowSummary {
             rtt: Some(Rtt::from_micros(ms * 1000)),
             max_in_flight: in_flight,
-            dropped: false,
+            samples: 1,
+            drops: 0,
         }
     }
 
@@ -244,24 +300,91 @@ mod tests {
         assert_eq!(b.rtt.0 as i64, ema * 95 / 100);
     }
 
+    /// A window over the threshold: `drops` of `drops + samples` outcomes.
+    fn dropping(samples: u32, drops: u32) -> WindowSummary {
+        WindowSummary {
+            samples,
+            drops,
+            ..window(10, 100)
+        }
+    }
+
     #[test]
-    fn a_drop_backs_off_and_a_drop_only_window_too() {
-        let mut w = window(1, 20);
-        w.dropped = true;
+    fn a_congested_window_backs_off_and_a_drop_only_window_too() {
+        let w = dropping(9, 1); // 10% dropped
         let (l, b) = rule(1).update(100 * CALL, warm(10), &w);
         assert_eq!(l, 90 * CALL);
         assert_eq!(
             b,
             warm(10),
-            "a dropped window teaches nothing about latency"
+            "a congested window teaches nothing about latency"
         );
-        w.rtt = None;
+        let w = WindowSummary {
+            rtt: None,
+            samples: 0,
+            ..w
+        };
         assert_eq!(rule(1).update(100 * CALL, warm(10), &w).0, 90 * CALL);
         assert_eq!(rule(1).update(20 * CALL, warm(10), &w).0, 18 * CALL);
         assert_eq!(
             rule(20).update(20 * CALL, warm(10), &w).0,
             20 * CALL,
             "never below min"
+        );
+    }
+
+    /// The threshold is a strict bound on the drop fraction, exact in integers: 2% is
+    /// 1,311/65,536 in Q16 (2.0004%), so 1 drop in 50 outcomes (2%) is not over it and
+    /// 2 in 99 (2.02%) is.
+    #[test]
+    fn rare_drops_under_the_threshold_update_from_latency() {
+        let r = rule(1);
+        let healthy = r.update(100 * CALL, warm(10), &window(10, 100));
+        for (samples, drops) in [(4_999, 1), (9_990, 10), (49, 1), (98, 1)] {
+            let w = dropping(samples, drops);
+            assert_eq!(
+                r.update(100 * CALL, warm(10), &w),
+                healthy,
+                "{drops} of {}: like a window without drops",
+                samples + drops
+            );
+        }
+        for (samples, drops) in [(97, 2), (48, 2), (0, 1), (4_800, 200)] {
+            assert_eq!(
+                r.update(100 * CALL, warm(10), &dropping(samples, drops)).0,
+                90 * CALL,
+                "{drops} of {}: congested",
+                samples + drops
+            );
+        }
+        assert!(!congested(0, 0, 0), "no drops is never congested");
+        assert!(congested(1, 1_000_000, 0), "threshold 0: any drop");
+        assert!(!congested(u32::MAX, u32::MAX, UNIT), "never above 100%");
+    }
+
+    #[test]
+    fn backoff_one_ignores_drops_as_netflix_does() {
+        let netflix = Gradient2Rule {
+            backoff: UNIT,
+            threshold: 0,
+            ..rule(1)
+        };
+        let healthy = netflix.update(100 * CALL, warm(10), &window(10, 100));
+        assert_eq!(
+            netflix.update(100 * CALL, warm(10), &dropping(1, 99)),
+            healthy,
+            "99% dropped, still only latency counts"
+        );
+        let drops_only = WindowSummary {
+            rtt: None,
+            samples: 0,
+            drops: 5,
+            max_in_flight: 100,
+        };
+        assert_eq!(
+            netflix.update(100 * CALL, warm(10), &drops_only),
+            (100 * CALL, warm(10)),
+            "a drop-only window holds"
         );
     }
 
@@ -284,7 +407,8 @@ mod tests {
         let w = WindowSummary {
             rtt: None,
             max_in_flight: 0,
-            dropped: false,
+            samples: 0,
+            drops: 0,
         };
         assert_eq!(r.update(33 * CALL, warm(1), &w), (33 * CALL, warm(1)));
     }

@@ -350,12 +350,10 @@ impl<H: ReleaseHook> Limiter<H> {
 
     /// Runs the algorithm if the window may close and this thread wins the close.
     fn close_window<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
-        let now = self.scale.ticks(env.now);
         let scale = self.scale;
-        let Some((summary, closing)) =
-            self.window
-                .try_close(now, |a, b| scale.elapsed(a, b), self.window_samples)
-        else {
+        // The full tick count: the window's age is taken in 64 bits (see `sample.rs`).
+        let now = scale.wide(env.now);
+        let Some((summary, closing)) = self.window.try_close(now, self.window_samples) else {
             return;
         };
         let old = self.limit.load(Ordering::Relaxed);

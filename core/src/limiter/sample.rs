@@ -14,13 +14,28 @@
 //!
 //! The window is five `AtomicU32`s updated with independent `fetch_add`/`fetch_max`: the sum of
 //! latencies in microseconds, the sample count, the drop count and the peak in-flight count,
-//! plus the opening tick. Closing swaps each counter to zero one after another, so a settle
+//! plus the opening tick (with its era, see below). Closing swaps each counter to zero one after another, so a settle
 //! racing with the close can land its latency in the closing window and its count in the next
 //! (or the reverse): each racing settle skews one window's average by at most one sample. Only
 //! the thread that wins the close (a compare-and-swap on the `closing` flag, never waited on)
 //! runs the algorithm, so the limit and the baseline have a single writer. The latency sum
 //! saturates at 2^32 µs (71 min); a window whose sum passes 2^31 µs closes at once, whatever its
 //! age, so its average stays exact.
+//!
+//! # The opening tick after an idle gap
+//!
+//! The window's opening tick is a 32-bit tick word, which repeats every circle (2^32 ticks:
+//! 17.2 s at the finest scale, 4 ns). Compared modulo 2^32, a window opened one circle before a
+//! settle would read as just opened and not close, or close late by a circle. So the word has a
+//! companion [`Era`] (see `time::era`) and its age is taken in 64-bit ticks: the word widened
+//! back to its full count, subtracted from the settle's full count. Only the thread holding the
+//! `closing` flag writes the word, so it sets the era outright ([`Era::set`]) before publishing
+//! the word with `Release`; readers load the word with `Acquire`, then the era. An idle gap of
+//! any length changes nothing: the era and the word stay as the last closer wrote them.
+//! A reader racing a closer may widen the old word with the new era and see the window as
+//! younger than it was; it then does not try to close, which is right, since the window has
+//! just been closed and reopened. Time going backwards (a `now` before the opening) reads as
+//! an old window, so it closes early rather than sticking until time catches up.
 //!
 //! # The baseline and its refresh (concurrency-limits #165)
 //!
@@ -35,6 +50,10 @@
 
 use super::fixed::Rtt;
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use crate::time::era::{Era, widen};
+
+/// The opening tick is a full 32-bit word.
+const TICK_BITS: u32 = 32;
 
 /// The latency a limit algorithm compares each window with, and how many windows formed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,23 +69,43 @@ pub(crate) struct WindowSummary {
     pub(crate) rtt: Option<Rtt>,
     /// The most calls in flight at any admission whose outcome the window holds.
     pub(crate) max_in_flight: u32,
-    /// Whether any call in the window was a drop (`Overload`, `Timeout`).
-    pub(crate) dropped: bool,
+    /// Latency samples in the window.
+    pub(crate) samples: u32,
+    /// Drops in the window (`Overload`, `Timeout`).
+    pub(crate) drops: u32,
+}
+
+impl WindowSummary {
+    /// Whether any call in the window was a drop.
+    pub(crate) const fn dropped(&self) -> bool {
+        self.drops > 0
+    }
 }
 
 /// A latency sum at which a window closes regardless of age (half of `u32::MAX` µs).
 const SUM_CLOSE_US: u32 = 1 << 31;
 
+/// How many ticks a window opened at full tick count `opened` has been open at `now`: the
+/// plain 64-bit difference, or `u64::MAX` when `now` is before the opening (time went
+/// backwards: the window reads as old, so it closes rather than sticking).
+pub(crate) const fn age(opened: u64, now: u64) -> u64 {
+    if now >= opened {
+        now - opened
+    } else {
+        u64::MAX
+    }
+}
+
 /// Whether a window may close: the pure rule, apart from the atomics.
 pub(crate) const fn is_ready(
-    elapsed_ticks: u32,
+    elapsed_ticks: u64,
     length_ticks: u32,
     outcomes: u32,
     min_outcomes: u32,
     rtt_sum_us: u32,
 ) -> bool {
     outcomes > 0
-        && ((elapsed_ticks >= length_ticks && outcomes >= min_outcomes)
+        && ((elapsed_ticks >= length_ticks as u64 && outcomes >= min_outcomes)
             || rtt_sum_us >= SUM_CLOSE_US)
 }
 
@@ -85,7 +124,10 @@ const FAST_ADD_BELOW: u32 = 1 << 31;
 /// The accumulating window, in atomics.
 #[derive(Debug)]
 pub(crate) struct SampleWindow {
+    /// The low 32 bits of the tick the window opened at; written only under `closing`.
     opened: AtomicU32,
+    /// The era of `opened` (see `time::era`), set by the closer before it publishes `opened`.
+    opened_era: Era,
     length: AtomicU32,
     rtt_sum_us: AtomicU32,
     samples: AtomicU32,
@@ -100,6 +142,7 @@ impl SampleWindow {
         pub(crate) fn new(length: u32) -> Self {
             SampleWindow {
                 opened: AtomicU32::new(0),
+                opened_era: Era::new(),
                 length: AtomicU32::new(length),
                 rtt_sum_us: AtomicU32::new(0),
                 samples: AtomicU32::new(0),
@@ -142,13 +185,28 @@ impl SampleWindow {
         }
     }
 
-    fn ready(&self, now: u32, elapsed: impl Fn(u32, u32) -> u32, min_outcomes: u32) -> bool {
+    /// The full tick count the window opened at (see the module docs on the era).
+    fn opened(&self, now: u64) -> u64 {
+        let low = self.opened.load(Ordering::Acquire);
+        let seen = self.opened_era.read();
+        // Shortcut: in `now`'s own era, equal low bits are `now` itself.
+        if seen.is_era_of(now, TICK_BITS) && low == now as u32 {
+            now
+        } else {
+            widen(low, TICK_BITS, seen, 0)
+        }
+    }
+
+    fn ready(&self, now: u64, min_outcomes: u32) -> bool {
         let outcomes = self
             .samples
             .load(Ordering::Relaxed)
             .saturating_add(self.drops.load(Ordering::Relaxed));
+        if outcomes == 0 {
+            return false; // the common settle of an empty window skips the widening
+        }
         is_ready(
-            elapsed(self.opened.load(Ordering::Relaxed), now),
+            age(self.opened(now), now),
             self.length.load(Ordering::Relaxed),
             outcomes,
             min_outcomes,
@@ -156,16 +214,15 @@ impl SampleWindow {
         )
     }
 
-    /// If the window may close at tick `now` and this thread wins the right to close it,
-    /// empties it, reopens it at `now` and returns its summary with the close guard. Never
-    /// waits: a loser returns `None` and the winner does the work.
+    /// If the window may close at full tick count `now` and this thread wins the right to
+    /// close it, empties it, reopens it at `now` and returns its summary with the close guard.
+    /// Never waits: a loser returns `None` and the winner does the work.
     pub(crate) fn try_close(
         &self,
-        now: u32,
-        elapsed: impl Fn(u32, u32) -> u32,
+        now: u64,
         min_outcomes: u32,
     ) -> Option<(WindowSummary, Closing<'_>)> {
-        if !self.ready(now, &elapsed, min_outcomes) {
+        if !self.ready(now, min_outcomes) {
             return None;
         }
         // Acquire: see the limit and baseline the previous closer stored before releasing.
@@ -177,10 +234,13 @@ impl SampleWindow {
             return None;
         }
         let guard = Closing { window: self };
-        if !self.ready(now, &elapsed, min_outcomes) {
+        if !self.ready(now, min_outcomes) {
             return None; // another closer got here first; the guard releases the flag
         }
-        self.opened.store(now, Ordering::Relaxed);
+        // The single writer of the opening tick: era first, then the word, so a reader that
+        // sees the new word widens it with its own era.
+        self.opened_era.set(now, TICK_BITS);
+        self.opened.store(now as u32, Ordering::Release);
         let sum = self.rtt_sum_us.swap(0, Ordering::Relaxed);
         let samples = self.samples.swap(0, Ordering::Relaxed);
         let drops = self.drops.swap(0, Ordering::Relaxed);
@@ -188,7 +248,8 @@ impl SampleWindow {
         let summary = WindowSummary {
             rtt: average(sum, samples),
             max_in_flight,
-            dropped: drops > 0,
+            samples,
+            drops,
         };
         Some((summary, guard))
     }
@@ -217,10 +278,6 @@ impl Drop for Closing<'_> {
 mod tests {
     use super::*;
 
-    fn wrapping(since: u32, now: u32) -> u32 {
-        now.wrapping_sub(since)
-    }
-
     #[test]
     fn readiness_needs_age_and_outcomes_or_a_huge_sum() {
         assert!(!is_ready(100, 100, 0, 0, 0), "an empty window never closes");
@@ -231,7 +288,15 @@ mod tests {
             is_ready(0, 100, 1, 10, SUM_CLOSE_US),
             "a saturating sum closes it early"
         );
-        assert!(is_ready(u32::MAX, 0, 1, 1, 0));
+        assert!(is_ready(u64::MAX, 0, 1, 1, 0));
+        assert!(is_ready(u64::MAX, u32::MAX, 1, 1, 0));
+    }
+
+    #[test]
+    fn age_is_plain_and_backwards_reads_old() {
+        assert_eq!(age(5, 5), 0);
+        assert_eq!(age(5, 1 << 40), (1 << 40) - 5);
+        assert_eq!(age(6, 5), u64::MAX);
     }
 
     #[test]
@@ -248,42 +313,63 @@ mod tests {
         w.add_latency(100, 3);
         w.add_latency(300, 7);
         w.add_drop(9);
-        assert!(w.try_close(5, wrapping, 3).is_none(), "too young");
-        assert!(w.try_close(10, wrapping, 4).is_none(), "too few");
-        let (s, guard) = w.try_close(10, wrapping, 3).unwrap();
+        assert!(w.try_close(5, 3).is_none(), "too young");
+        assert!(w.try_close(10, 4).is_none(), "too few");
+        let (s, guard) = w.try_close(10, 3).unwrap();
         assert_eq!(
             s,
             WindowSummary {
                 rtt: Some(Rtt::from_micros(200)),
                 max_in_flight: 9,
-                dropped: true
+                samples: 2,
+                drops: 1,
             }
         );
+        assert!(s.dropped());
         assert!(
-            w.try_close(1_000, wrapping, 0).is_none(),
+            w.try_close(1_000, 0).is_none(),
             "held by the first closer, and empty"
         );
         guard.set_length(50);
         drop(guard);
         w.add_latency(1, 1);
-        assert!(
-            w.try_close(59, wrapping, 1).is_none(),
-            "reopened at 10, 50 long"
-        );
-        assert!(w.try_close(60, wrapping, 1).is_some());
+        assert!(w.try_close(59, 1).is_none(), "reopened at 10, 50 long");
+        assert!(w.try_close(60, 1).is_some());
     }
 
     #[test]
     fn backwards_time_closes_early_never_sticks() {
         let w = SampleWindow::new(10);
         w.add_latency(1, 1);
-        let (_, g) = w.try_close(100, wrapping, 1).unwrap();
+        let (_, g) = w.try_close(100, 1).unwrap();
         drop(g);
         w.add_latency(1, 1);
         assert!(
-            w.try_close(50, wrapping, 1).is_some(),
+            w.try_close(50, 1).is_some(),
             "backwards reads as a long time"
         );
+    }
+
+    /// The alias the era removes: a window opened at tick `t` reads as 50 ticks old at
+    /// `t + k·2^32 + 50` when compared modulo 2^32. Widened, it is `k` circles old and closes.
+    #[test]
+    fn a_window_whole_circles_old_closes() {
+        const CIRCLE: u64 = 1 << 32;
+        for opened in [100u64, CIRCLE - 3, 5 * CIRCLE + 11, (1 << 62) - 4 * CIRCLE] {
+            for circles in 0..=3u64 {
+                let w = SampleWindow::new(100);
+                w.add_latency(1, 1);
+                let (_, g) = w.try_close(opened, 1).unwrap();
+                drop(g);
+                w.add_latency(1, 1);
+                let later = opened + circles * CIRCLE + 50;
+                assert_eq!(
+                    w.try_close(later, 1).is_some(),
+                    circles > 0,
+                    "opened at {opened}, {circles} circles and 50 ticks later"
+                );
+            }
+        }
     }
 
     #[test]
@@ -291,7 +377,7 @@ mod tests {
         let w = SampleWindow::new(u32::MAX);
         w.add_latency(u32::MAX, 1);
         w.add_latency(u32::MAX, 1);
-        let (s, _) = w.try_close(0, wrapping, 1).unwrap();
+        let (s, _) = w.try_close(0, 1).unwrap();
         assert_eq!(
             s.rtt,
             Some(Rtt(u32::MAX)),

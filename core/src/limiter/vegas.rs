@@ -90,10 +90,10 @@ impl VegasRule {
             }
             let (no_load, rtt) = (base.rtt.0 as u64, rtt.0 as u64);
             queue = (l as u64 * (rtt - no_load)).div_ceil(rtt);
-        } else if !w.dropped {
+        } else if !w.dropped() {
             return (limit, base);
         }
-        let new = if w.dropped {
+        let new = if w.dropped() {
             l.saturating_sub(log)
         } else if (w.max_in_flight as u64) * 2 < l as u64 {
             return (limit, base);
@@ -139,7 +139,8 @@ mod tests {
         WindowSummary {
             rtt: Some(Rtt::from_micros(us)),
             max_in_flight: in_flight,
-            dropped: false,
+            samples: 1,
+            drops: 0,
         }
     }
 
@@ -209,7 +210,7 @@ mod tests {
             20 * CALL,
             "5·2 < 20: hold"
         );
-        w.dropped = true;
+        w.drops = 1;
         assert_eq!(
             RULE.update(20 * CALL, base(10), &w).0,
             19 * CALL,
@@ -241,7 +242,8 @@ mod tests {
         let empty = WindowSummary {
             rtt: None,
             max_in_flight: 9,
-            dropped: false,
+            samples: 0,
+            drops: 0,
         };
         assert_eq!(RULE.update(7 * CALL, base(1), &empty), (7 * CALL, base(1)));
     }

@@ -129,6 +129,7 @@ impl GiveUpReason {
             GiveUpReason::BudgetExceeded => "budget-exceeded",
             GiveUpReason::DeadlineWouldPass => "deadline-would-pass",
             GiveUpReason::RetryAfterBeyondDeadline => "retry-after-beyond-deadline",
+            GiveUpReason::RetryAfterTooLong => "retry-after-too-long",
         }
     }
 }

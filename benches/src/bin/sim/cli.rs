@@ -27,6 +27,7 @@ EXPERIMENTS (default: all)
   long-timeline
             a week of diurnal traffic (quiet nights, bursts, an outage) through every
             policy beside its reference model; --quick: one day
+  rare-drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -58,7 +59,7 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 8] = [
+pub const EXPERIMENTS: [&str; 9] = [
     "aws",
     "sre",
     "throttle",
@@ -67,6 +68,7 @@ pub const EXPERIMENTS: [&str; 8] = [
     "e2e",
     "little",
     "long-timeline",
+    "rare-drops",
 ];
 
 pub enum Command {

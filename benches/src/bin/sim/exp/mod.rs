@@ -7,6 +7,7 @@ pub mod e2e;
 pub mod little;
 pub mod long_timeline;
 pub mod quota;
+pub mod rare_drops;
 pub mod sre;
 pub mod throttle;
 
@@ -31,7 +32,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 8] = [
+pub const ALL: [(&str, Experiment); 9] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -40,6 +41,7 @@ pub const ALL: [(&str, Experiment); 8] = [
     ("e2e", e2e::run),
     ("little", little::run),
     ("long-timeline", long_timeline::run),
+    ("rare-drops", rare_drops::run),
 ];
 
 pub fn mean(xs: &[f64]) -> f64 {
