@@ -8,13 +8,33 @@
 //! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
 //!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
 //! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
-//!   `http` (classify `http::Response` with `Retry-After`), `tracing` and `metrics` observers.
+//!   `http` (classify `http::Response` with `Retry-After`, idempotent methods, idempotency
+//!   keys), `reqwest` (classify `reqwest` responses and errors by where they happened),
+//!   `tracing` and `metrics` observers.
+//! * Policies shared by `Arc`: the core's `alloc` feature is on, so `Arc<Breaker>` is a policy
+//!   and `Arc<TokenBucket>` a retry budget ([`resilix::shared`]).
 //!
 //! [`TokioClock`] reads `tokio::time::Instant`, so tests under
 //! `#[tokio::test(start_paused = true)]` see exact, virtual time. Every clock handle reads the
 //! process's one timeline ([`resilix_std::timeline`]): a `Resilience` made per request shares
 //! its policies' timeline with every other handle. [`now`], [`deadline_in`] and [`retry_in`]
 //! read it for you: a deadline from a relative timeout, a rejection's retry-at as a wait.
+//!
+//! # Testing on paused time
+//!
+//! `#[tokio::test(start_paused = true)]` and `tokio::time::{pause, advance}` need tokio's
+//! `test-util` feature, which this crate does not turn on for you (it is test-only). Add it to
+//! your dev-dependencies, next to the runtime features the tests use:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! tokio = { version = "1", features = ["macros", "rt", "test-util"] }
+//! ```
+//!
+//! Under paused time, backoff sleeps, attempt timeouts, breaker open periods and rate-limit
+//! refills all run on the virtual clock: a test of a minute of retries finishes at once and
+//! gives the same answer on every run. Real sockets still work (the runtime only jumps ahead
+//! when every task is idle), so a loopback server and client can be tested this way too.
 //!
 //! ```
 //! use std::time::Duration;
@@ -78,6 +98,8 @@ mod statics;
 pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 #[cfg(feature = "tower")]
 #[allow(unsafe_code)] // a self-borrowing future; see the SAFETY comments in the module
 pub mod tower;
