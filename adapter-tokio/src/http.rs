@@ -46,9 +46,10 @@ use resilix::time::Instant;
 
 /// Classifies responses by status through the core's table
 /// ([`classify_status`]: 408/504 timeout, 429/503 overload with their `Retry-After`, other 4xx
-/// answered, 5xx transient), and `Result`s of `http::Response` with every error transient (a
-/// generic error does not say whether the request was sent; `reqwest`'s does, see
-/// [`crate::reqwest`]).
+/// answered, 5xx transient), and `Result`s of `http::Response` with every error a
+/// [`Verdict::Timeout`] (a generic error does not say whether the request was sent, so only an
+/// idempotent call is retried after it; `reqwest`'s and hyper's errors do say, see
+/// `resilix_tokio::reqwest` and `resilix_tokio::hyper`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HttpResponse;
 
@@ -213,11 +214,54 @@ impl<B> Classify<Response<B>> for HttpResponse {
     }
 }
 
+/// A response by its status; an error of unknown kind as [`Verdict::Timeout`]: it may have
+/// happened after the request was sent, so only an idempotent call is retried after it. For
+/// errors that say where they happened, use [`HttpResponse::with_errors`] (with
+/// `resilix_tokio::hyper::classify_error`, say) or the `reqwest` impls.
 impl<B, E> Classify<Result<Response<B>, E>> for HttpResponse {
     fn classify(&self, outcome: &Result<Response<B>, E>) -> Verdict {
         match outcome {
             Ok(response) => self.classify(response),
-            Err(_) => Verdict::Transient,
+            Err(_) => Verdict::Timeout,
+        }
+    }
+}
+
+impl HttpResponse {
+    /// Responses by status (as [`HttpResponse`]), errors by `errors`.
+    ///
+    /// ```
+    /// use resilix::classify::Classify;
+    /// use resilix::Verdict;
+    /// use resilix_tokio::http::HttpResponse;
+    ///
+    /// #[derive(Debug)]
+    /// enum Error { Refused, Reset }
+    /// let c = HttpResponse::with_errors(|e: &Error| match e {
+    ///     Error::Refused => Verdict::Transient, // never sent: retry any call
+    ///     Error::Reset => Verdict::Timeout,     // maybe acted on: idempotent calls only
+    /// });
+    /// let busy = http::Response::builder().status(503).body(()).unwrap();
+    /// assert_eq!(c.classify(&Ok::<_, Error>(busy)), Verdict::Overload { retry_after: None });
+    /// assert_eq!(c.classify(&Err::<http::Response<()>, _>(Error::Refused)), Verdict::Transient);
+    /// ```
+    pub const fn with_errors<F>(errors: F) -> HttpWithErrors<F> {
+        HttpWithErrors { errors }
+    }
+}
+
+/// Classifies `Result<http::Response<B>, E>`: the response by the core's status table with
+/// `Retry-After`, the error by a function. Made by [`HttpResponse::with_errors`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HttpWithErrors<F> {
+    errors: F,
+}
+
+impl<B, E, F: Fn(&E) -> Verdict> Classify<Result<Response<B>, E>> for HttpWithErrors<F> {
+    fn classify(&self, outcome: &Result<Response<B>, E>) -> Verdict {
+        match outcome {
+            Ok(response) => HttpResponse.classify(response),
+            Err(error) => (self.errors)(error),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
 //!   `http` (classify `http::Response` with `Retry-After`, idempotent methods, idempotency
 //!   keys), `reqwest` (classify `reqwest` responses and errors by where they happened),
+//!   `hyper` (the same for the errors of hyper's client),
 //!   `tracing` and `metrics` observers.
 //! * Policies shared by `Arc`: the core's `alloc` feature is on, so `Arc<Breaker>` is a policy
 //!   and `Arc<TokenBucket>` a retry budget ([`resilix::shared`]).
@@ -144,6 +145,8 @@ mod statics;
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "reqwest")]

@@ -421,3 +421,138 @@ fn a_key_is_a_uuid_v4_from_the_callers_randomness() {
     assert_eq!(renamed.name(), "x-request-id");
     assert_eq!(renamed.value(), a.value());
 }
+
+mod hyper_client {
+    //! The same rules through hyper's own client (`hyper_util::client::legacy`).
+
+    use super::*;
+    use hyper_util::client::legacy::{Client, Error as ClientError, connect::HttpConnector};
+    use hyper_util::rt::TokioExecutor;
+
+    /// Where a hyper call failed: in the client (it says whether it connected), or reading the
+    /// body (after the request was sent).
+    #[derive(Debug)]
+    enum Failure {
+        Client(ClientError),
+        // Read only by `Debug`, in a failed assertion's message.
+        #[allow(dead_code)]
+        Body(axum::Error),
+    }
+
+    fn classify(failure: &Failure) -> Verdict {
+        match failure {
+            Failure::Client(e) => resilix_tokio::hyper::classify_error(e),
+            Failure::Body(_) => Verdict::Timeout,
+        }
+    }
+
+    fn hyper_client() -> Client<HttpConnector, Body> {
+        Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build_http()
+    }
+
+    async fn post(
+        client: &Client<HttpConnector, Body>,
+        addr: SocketAddr,
+        key: Option<&IdempotencyKey>,
+    ) -> Result<http::Response<Bytes>, Failure> {
+        let mut request = http::Request::post(format!("http://{addr}/charge"))
+            .body(Body::empty())
+            .unwrap();
+        if let Some(key) = key {
+            key.insert_into(request.headers_mut());
+        }
+        let response = client.request(request).await.map_err(Failure::Client)?;
+        let (head, body) = response.into_parts();
+        let body = axum::body::to_bytes(Body::new(body), usize::MAX)
+            .await
+            .map_err(Failure::Body)?;
+        Ok(http::Response::from_parts(head, body))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_connection_is_retried_for_a_post() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let app = app(0, || unreachable!());
+        let seen = app.seen.clone();
+        let client = hyper_client();
+        let pipeline = Pipeline::new().retry(retry(3));
+        let resilience = Resilience::new(&pipeline).classifier(HttpResponse::with_errors(classify));
+        let mut attempts = 0;
+
+        let response = resilience
+            .execute(call_options(&Method::POST, None), || {
+                attempts += 1;
+                let (app, client) = (app.clone(), client.clone());
+                let start_server = attempts == 2;
+                async move {
+                    if start_server {
+                        serve_on(TcpListener::bind(addr).await.unwrap(), app).await;
+                    }
+                    post(&client, addr, None).await
+                }
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(response.body().as_ref(), b"charged");
+        assert_eq!(attempts, 2);
+        assert_eq!(seen.requests().len(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_post_broken_after_sending_is_retried_only_with_a_key() {
+        let pipeline = Pipeline::new().retry(retry(3));
+        let resilience = Resilience::new(&pipeline)
+            .classifier(HttpResponse::with_errors(classify))
+            .seed(23);
+        let client = hyper_client();
+
+        // Without a key: one attempt, then give up.
+        let app_a = app(usize::MAX, || unreachable!());
+        let seen_a = app_a.seen.clone();
+        let addr = server(app_a).await;
+        let outcome = resilience
+            .execute(call_options(&Method::POST, None), || {
+                post(&client, addr, None)
+            })
+            .await;
+        assert!(
+            matches!(
+                outcome,
+                Err(ExecuteError::GaveUp {
+                    reason: GiveUpReason::NotRetryable(VerdictKind::Timeout),
+                    ..
+                })
+            ),
+            "{outcome:?}"
+        );
+        assert_eq!(seen_a.requests().len(), 1);
+
+        // With a key: retried until answered, the same key every time.
+        let app_b = app(2, || unreachable!());
+        let seen_b = app_b.seen.clone();
+        let addr = server(app_b).await;
+        let key = IdempotencyKey::for_call(&resilience);
+        let response = resilience
+            .execute(call_options(&Method::POST, Some(&key)), || {
+                post(&client, addr, Some(&key))
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(response.body().as_ref(), b"charged");
+        let keys: Vec<_> = seen_b.requests().into_iter().map(|(_, k)| k).collect();
+        let sent = key.value().to_str().unwrap().to_owned();
+        assert_eq!(
+            keys,
+            vec![Some(sent.clone()), Some(sent.clone()), Some(sent)]
+        );
+    }
+}
