@@ -2,7 +2,7 @@
 //! `hyper_util::client::legacy::Client` classified by where they happened, the same rule as
 //! for `reqwest` (which is built on it).
 //!
-//! Responses are `http::Response`s, so [`HttpResponse`](crate::http::HttpResponse) classifies
+//! Responses are `http::Response`s, so [`HttpResponse`] classifies
 //! them; put the two together with [`HttpResponse::with_errors`]:
 //!
 //! ```
