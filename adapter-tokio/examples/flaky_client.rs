@@ -1,44 +1,54 @@
-//! An HTTP client calling a flaky loopback server through a resilix pipeline in a tower stack.
+//! A reqwest client calling a flaky axum server on loopback through a resilix pipeline.
 //!
 //! The server (started here, on 127.0.0.1) answers 503 + `Retry-After` to a share of requests
-//! and answers others slowly. The client's pipeline retries with full jitter under a token
-//! bucket budget, and has a circuit breaker, a bulkhead and a per-attempt timeout; each request
-//! has a 600 ms deadline, so a `Retry-After: 1` is beyond it and ends the call at once. A
-//! last-known-good answer is served when the pipeline stops a call. Every policy decision is
-//! printed as it happens, then a summary. It exits by itself.
+//! and answers others slowly, with an outage in the middle. The client's pipeline retries with
+//! full jitter under a token-bucket budget and has a circuit breaker, a bulkhead and a
+//! per-attempt timeout, all owned by `Arc`s (no `static`, no leak). Each GET has a 600 ms
+//! deadline, so a `Retry-After: 1` is beyond it and ends the call at once; a last-known-good
+//! price is served when the pipeline stops a call. Then a POST that the server breaks after
+//! reading it is retried safely, because it carries an idempotency key: the server sees the
+//! same key twice and charges once. Every policy decision is printed as it happens, then a
+//! summary. It exits by itself.
 //!
 //! ```sh
-//! cargo run -p resilix-tokio --example flaky_client --features tower,http
+//! cargo run -p resilix-tokio --example flaky_client --features reqwest
 //! ```
 
-#[path = "support/http1.rs"]
-mod http1;
-
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::io;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use reqwest::Method;
 use resilix::breaker::{Breaker, CallRing, Config as BreakerConfig};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
-use resilix::call::CallOptions;
+use resilix::classify::ResultClassifier;
 use resilix::observe::{Event, Observer};
 use resilix::pipeline::Pipeline;
 use resilix::random::{Random, SeededRandom};
 use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
 use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
-use resilix_tokio::http::HttpResponse;
-use resilix_tokio::tower::{BoxError, ResilienceLayer, ServiceError};
-use resilix_tokio::{Fallback, LastKnownGood, Resilience, Served};
+use resilix_tokio::http::{HttpResponse, IdempotencyKey, call_options};
+use resilix_tokio::reqwest::{RequestBuilderExt, classify_error};
+use resilix_tokio::{LastKnownGood, Resilience, deadline_in};
 use tokio::net::TcpListener;
-use tower::{ServiceBuilder, ServiceExt, service_fn};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Prints what each policy did, and counts it.
 #[derive(Default)]
 struct Narrator {
     refused: AtomicU32,
     executed: AtomicU32,
-    fallbacks: AtomicU32,
 }
 
 impl Observer for Narrator {
@@ -50,173 +60,197 @@ impl Observer for Narrator {
             }
             Event::Executed { verdict, duration } => {
                 self.executed.fetch_add(1, Ordering::Relaxed);
-                println!(
-                    "    attempt   {:<9} in {duration:?}",
-                    verdict.kind().as_str()
-                );
+                let kind = verdict.kind().as_str();
+                println!("    attempt   {kind:<9} in {duration:?}");
             }
             Event::CircuitTransition {
                 from, to, cause, ..
             } => {
                 println!("    breaker   {from:?} -> {to:?} ({cause:?})")
             }
-            Event::FallbackServed { cause } => {
-                self.fallbacks.fetch_add(1, Ordering::Relaxed);
-                println!("    fallback  answered, because {cause:?}");
-            }
             Event::RetryScheduled {
                 attempt,
                 delay,
                 after,
-            } => println!(
-                "    retry     attempt {attempt} in {delay:?} (after {})",
-                after.kind().as_str()
-            ),
+            } => {
+                let after = after.kind().as_str();
+                println!("    retry     attempt {attempt} in {delay:?} (after {after})")
+            }
             Event::RetryRefused { reason, .. } => println!("    no retry  {reason}"),
-            other => println!("    event     {other:?}"),
+            _ => {}
         }
     }
 }
 
-/// The flaky upstream: 30% 503 with Retry-After, 20% slow (300 ms), the rest fast 200s.
-async fn flaky_server() -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let served = Arc::new(AtomicU32::new(0));
-    tokio::spawn(async move {
-        let mut rng = SeededRandom::new(2024);
-        loop {
-            let Ok((mut stream, _)) = listener.accept().await else {
-                return;
-            };
-            let roll = rng.below(100);
-            let n = served.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(async move {
-                let _ = http1::read_request(&mut stream).await;
-                // A bad patch in the middle: every request fails, so the breaker opens.
-                let outage = (12..20).contains(&n);
-                if outage || roll < 30 {
-                    let _ =
-                        http1::respond(&mut stream, 503, &[("Retry-After", "1".into())], "busy")
-                            .await;
-                } else {
-                    if roll < 50 {
-                        tokio::time::sleep(Duration::from_millis(300)).await;
-                    }
-                    let _ =
-                        http1::respond(&mut stream, 200, &[], &format!("price={}", 100 + n)).await;
-                }
-            });
-        }
-    });
-    Ok(addr)
+/// The flaky upstream's state: how many price requests it has had, its dice, and the
+/// idempotency keys of the orders it has charged.
+#[derive(Clone)]
+struct Upstream {
+    prices: Arc<AtomicU32>,
+    dice: Arc<Mutex<SeededRandom>>,
+    orders: Arc<Mutex<Vec<Option<String>>>>,
+}
+
+/// `GET /price`: 15% 503 with Retry-After, 15% slow (300 ms), an outage from the 12th to the
+/// 20th request, the rest fast 200s.
+async fn price(State(up): State<Upstream>) -> Response {
+    let n = up.prices.fetch_add(1, Ordering::Relaxed);
+    let roll = up.dice.lock().unwrap().below(100);
+    if (12..20).contains(&n) || roll < 15 {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "1")],
+            "busy",
+        )
+            .into_response();
+    }
+    if roll < 30 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    format!("price={}", 100 + n).into_response()
+}
+
+/// A body that fails on its first poll: the server read the order, then the connection broke.
+struct Broken;
+
+impl futures_core::Stream for Broken {
+    type Item = Result<Bytes, io::Error>;
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(Some(Err(io::Error::other("the connection broke"))))
+    }
+}
+
+/// `POST /order`: the first one breaks after it was read (the client cannot know whether it
+/// was charged); an order whose key was seen before is not charged again.
+async fn order(State(up): State<Upstream>, headers: HeaderMap) -> Response {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut orders = up.orders.lock().unwrap();
+    let first_time = key.is_none() || !orders.contains(&key);
+    orders.push(key);
+    if orders.len() == 1 {
+        return Response::new(Body::from_stream(Broken));
+    }
+    if first_time {
+        "charged"
+    } else {
+        "already charged"
+    }
+    .into_response()
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), BoxError> {
-    let addr = flaky_server().await?;
+    let upstream = Upstream {
+        prices: Arc::default(),
+        dice: Arc::new(Mutex::new(SeededRandom::new(2024))),
+        orders: Arc::default(),
+    };
+    let app = Router::new()
+        .route("/price", get(price))
+        .route("/order", post(order))
+        .with_state(upstream.clone());
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
     println!("flaky server on http://{addr}");
 
-    static BREAKER: Breaker<CallRing<1>> = match Breaker::count_based(
-        BreakerConfig {
-            minimum_calls: 8,
-            open_wait: Duration::from_millis(250),
-            ..BreakerConfig::DEFAULT
-        },
-        16,
-    ) {
-        Ok(b) => b,
-        Err(_) => panic!("invalid breaker config"),
+    // One budget and one breaker for the upstream, shared by `Arc`.
+    let budget = Arc::new(TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD)?);
+    let breaker_config = BreakerConfig {
+        minimum_calls: 8,
+        open_wait: Duration::from_millis(250),
+        ..BreakerConfig::DEFAULT
     };
-    static BULKHEAD: Bulkhead = Bulkhead::new(match BulkheadConfig::new(4) {
-        Ok(c) => c,
-        Err(_) => panic!("invalid bulkhead config"),
-    });
-    static NARRATOR: std::sync::LazyLock<Narrator> = std::sync::LazyLock::new(Narrator::default);
-
-    static BUDGET: std::sync::LazyLock<TokenBucket> = std::sync::LazyLock::new(|| {
-        TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).expect("a valid preset")
-    });
+    // The last 16 calls, in one 32-bit word of outcomes.
+    let breaker = Breaker::<CallRing<1>>::count_based(breaker_config, 16).expect("a valid breaker");
+    let breaker = Arc::new(breaker);
     let backoff = Backoff::new(
         Strategy::FullJitter,
         Duration::from_millis(20),
         Duration::from_millis(200),
-    )
-    .expect("a valid backoff");
-    let config = RetryConfig::new(3, backoff).expect("a valid retry config");
-    let retry = Retry::new(config, &*BUDGET);
+    )?;
     let pipeline = Pipeline::new()
-        .retry(retry)
-        .breaker(&BREAKER)
-        .bulkhead(&BULKHEAD)
+        .retry(Retry::new(RetryConfig::new(3, backoff)?, budget.clone()))
+        .breaker(breaker.clone())
+        .bulkhead(Arc::new(Bulkhead::new(BulkheadConfig::new(4)?)))
         .attempt_timeout(Duration::from_millis(150));
-    let resilience = Arc::new(
-        Resilience::new(Box::new(pipeline))
-            .classifier(HttpResponse)
-            .observer(&*NARRATOR),
-    );
-    let client = ServiceBuilder::new()
-        .layer(
-            ResilienceLayer::shared(Arc::clone(&resilience))
-                .timeout(Duration::from_millis(600))
-                // GETs are safe to repeat after a timeout.
-                .idempotent(true),
-        )
-        .service(service_fn(move |path: &'static str| http1::get(addr, path)));
+    let narrator = Narrator::default();
+    let resilience = Resilience::new(&pipeline)
+        .classifier(HttpResponse)
+        .observer(&narrator);
+    let client = reqwest::Client::new();
     let last_price = LastKnownGood::new();
 
-    let mut fresh = 0;
-    let mut degraded = 0;
+    let (mut fresh, mut degraded) = (0, 0);
     for i in 1..=30 {
         println!("request {i}");
-        // Through tower: the error says exactly what stopped the call.
-        match client.clone().oneshot("/price").await {
-            Ok(response) if response.status() == 200 => {
+        let options =
+            call_options(&Method::GET, None).deadline(deadline_in(Duration::from_millis(600)));
+        let outcome = resilience
+            .execute(options, || {
+                client.get(format!("http://{addr}/price")).send()
+            })
+            .await;
+        match outcome {
+            Ok(Ok(response)) if response.status() == 200 => {
                 fresh += 1;
-                last_price.set(response.body().clone());
-                println!("  -> 200 {}", response.body());
+                let body = response.text().await?;
+                println!("  -> 200 {body}");
+                last_price.set(body);
             }
-            Ok(response) => println!("  -> {} (the upstream's answer)", response.status()),
-            Err(e) => match e.downcast_ref::<ServiceError>() {
-                Some(stopped) => {
-                    // The same degradation a fallback would report.
-                    let cause = stopped.degradation();
-                    NARRATOR.on_event(&Event::FallbackServed { cause });
-                    degraded += 1;
-                    let cached = last_price.get().unwrap_or_else(|| "price=unknown".into());
-                    println!("  -> stopped ({stopped}); serving last known good: {cached}");
-                }
-                None => println!("  -> transport error: {e}"),
-            },
+            Ok(Ok(response)) => println!("  -> {} (the upstream's answer)", response.status()),
+            Ok(Err(e)) => println!("  -> transport error: {e}"),
+            Err(stopped) => {
+                degraded += 1;
+                let cached = last_price.get().unwrap_or_else(|| "price=unknown".into());
+                println!("  -> stopped ({stopped}); serving last known good: {cached}");
+            }
         }
         tokio::time::sleep(Duration::from_millis(60)).await;
     }
 
-    // The same pipeline without tower: `execute_or` does the fallback itself.
-    let cache = LastKnownGood::new();
-    let served = resilience
-        .execute_or(
-            CallOptions::default(),
-            Fallback::LastKnownGoodOr(&cache, Ok(http::Response::new("price=unknown".into()))),
-            // Outputs are remembered by cloning: share the error.
-            || async move { http1::get(addr, "/price").await.map_err(Arc::new) },
-        )
-        .await?;
-    match served {
-        Served::Fresh(r) => println!("execute_or: fresh {:?}", r.map(|r| r.into_body())),
-        Served::Fallback { value, cause } => {
-            println!(
-                "execute_or: fallback {:?} because {cause:?}",
-                value.map(|r| r.into_body())
-            )
-        }
-    }
+    // A POST is not idempotent: a failure after sending is retried only because the key
+    // tells the server to charge at most once. One key for the logical call, every attempt.
+    println!("order");
+    // Another endpoint, another breaker; the same process-wide retry budget.
+    let order_pipeline = Pipeline::new()
+        .retry(Retry::new(RetryConfig::new(3, backoff)?, budget.clone()))
+        .breaker(Arc::new(Breaker::new(BreakerConfig::DEFAULT)?))
+        .attempt_timeout(Duration::from_millis(150));
+    let orders = Resilience::new(&order_pipeline)
+        .classifier(ResultClassifier::with_errors(classify_error))
+        .observer(&narrator);
+    let key = IdempotencyKey::for_call(&orders);
+    let ordered = orders
+        .execute(call_options(&Method::POST, Some(&key)), || async {
+            let request = client
+                .post(format!("http://{addr}/order"))
+                .idempotency_key(&key);
+            request.send().await?.error_for_status()?.text().await
+        })
+        .await;
+    let seen = upstream.orders.lock().unwrap().clone();
+    let distinct: HashSet<_> = seen.iter().collect();
+    let answer = match ordered {
+        Ok(Ok(body)) => body,
+        Ok(Err(e)) => format!("error: {e}"),
+        Err(stopped) => format!("stopped: {stopped}"),
+    };
+    println!(
+        "order: {answer:?}; the server saw {} attempt(s) carrying {} distinct key(s)",
+        seen.len(),
+        distinct.len()
+    );
 
     println!(
-        "\nsummary: {fresh} fresh 200s, {degraded} degraded answers; {} attempts sent, {} refused by a policy, {} fallbacks",
-        NARRATOR.executed.load(Ordering::Relaxed),
-        NARRATOR.refused.load(Ordering::Relaxed),
-        NARRATOR.fallbacks.load(Ordering::Relaxed),
+        "summary: {fresh} fresh 200s, {degraded} degraded answers; {} attempts sent, {} refused by a policy; budget {:?}, breaker {:?}",
+        narrator.executed.load(Ordering::Relaxed),
+        narrator.refused.load(Ordering::Relaxed),
+        budget.balance(),
+        breaker.state(),
     );
     Ok(())
 }

@@ -8,13 +8,82 @@
 //! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
 //!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
 //! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
-//!   `http` (classify `http::Response` with `Retry-After`), `tracing` and `metrics` observers.
+//!   `http` (classify `http::Response` with `Retry-After`, idempotent methods, idempotency
+//!   keys), `reqwest` (classify `reqwest` responses and errors by where they happened),
+//!   `hyper` (the same for the errors of hyper's client),
+//!   `tracing` and `metrics` observers.
+//! * Policies shared by `Arc`: the core's `alloc` feature is on, so `Arc<Breaker>` is a policy
+//!   and `Arc<TokenBucket>` a retry budget ([`resilix::shared`]).
 //!
 //! [`TokioClock`] reads `tokio::time::Instant`, so tests under
 //! `#[tokio::test(start_paused = true)]` see exact, virtual time. Every clock handle reads the
 //! process's one timeline ([`resilix_std::timeline`]): a `Resilience` made per request shares
 //! its policies' timeline with every other handle. [`now`], [`deadline_in`] and [`retry_in`]
 //! read it for you: a deadline from a relative timeout, a rejection's retry-at as a wait.
+//!
+//! # Sharing policies between tasks
+//!
+//! A pipeline owned by an `Arc`, holding policies owned by `Arc`s, is cloned into spawned
+//! tasks as it is: no `static`, no leak, no wrapper type. The `Arc`'d budget below is the one
+//! every pipeline of the process spends from; the breaker and bulkhead stay inspectable.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use resilix::breaker::{Breaker, Config};
+//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::call::CallOptions;
+//! use resilix::execute::ExecuteError;
+//! use resilix::pipeline::Pipeline;
+//! use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
+//! use resilix::retry::{Retry, RetryConfig};
+//! use resilix_tokio::{Resilience, deadline_in};
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap().block_on(async {
+//! let budget = Arc::new(TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap());
+//! let breaker = Arc::new(Breaker::new(Config::DEFAULT).unwrap());
+//! let bulkhead = Arc::new(Bulkhead::new(BulkheadConfig::new(16).unwrap()));
+//! let pipeline = Pipeline::new()
+//!     .retry(Retry::new(RetryConfig::DEFAULT, budget.clone()))
+//!     .breaker(breaker.clone())
+//!     .bulkhead(bulkhead.clone());
+//! let resilience = Arc::new(Resilience::new(Arc::new(pipeline)));
+//! let tasks: Vec<_> = (0..8u32).map(|i| {
+//!     let resilience = resilience.clone();
+//!     tokio::spawn(async move {
+//!         let options = CallOptions::default().deadline(deadline_in(Duration::from_secs(1)));
+//!         match resilience.execute(options, || async move { Ok::<_, ()>(i) }).await {
+//!             Ok(answer) => answer,
+//!             Err(ExecuteError::Refused { rejection, .. }) => panic!("refused: {rejection}"),
+//!             Err(stopped) => panic!("{stopped}"),
+//!         }
+//!     })
+//! }).collect();
+//! for task in tasks {
+//!     assert!(task.await.unwrap().is_ok());
+//! }
+//! assert_eq!(bulkhead.held(), 0);
+//! # });
+//! ```
+//!
+//! (A pipeline of `&'static` policies spawned this way still needs [`Static`]: see its docs
+//! for why rustc refuses it. `Arc`s carry no lifetime, so the question does not arise.)
+//!
+//! # Testing on paused time
+//!
+//! `#[tokio::test(start_paused = true)]` and `tokio::time::{pause, advance}` need tokio's
+//! `test-util` feature, which this crate does not turn on for you (it is test-only). Add it to
+//! your dev-dependencies, next to the runtime features the tests use:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! tokio = { version = "1", features = ["macros", "rt", "test-util"] }
+//! ```
+//!
+//! Under paused time, backoff sleeps, attempt timeouts, breaker open periods and rate-limit
+//! refills all run on the virtual clock: a test of a minute of retries finishes at once and
+//! gives the same answer on every run. Real sockets still work (the runtime only jumps ahead
+//! when every task is idle), so a loopback server and client can be tested this way too.
 //!
 //! ```
 //! use std::time::Duration;
@@ -76,8 +145,12 @@ mod statics;
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "reqwest")]
+pub mod reqwest;
 #[cfg(feature = "tower")]
 #[allow(unsafe_code)] // a self-borrowing future; see the SAFETY comments in the module
 pub mod tower;

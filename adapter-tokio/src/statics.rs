@@ -10,7 +10,8 @@ use resilix::random::Random;
 /// borrowed policy (its permit type depends on the borrow's lifetime, and the auto-trait check
 /// of a generic `async fn` needs it for every lifetime: "implementation of `Send` is not
 /// general enough"). `Static` names the permit with `'static`, which removes the question.
-/// Owned policies (in a `Box`/`Arc`-held pipeline) need nothing.
+/// Owned policies and `Arc`-held ones (`Arc<Breaker>`, feature `alloc` of the core) need
+/// nothing: their types carry no lifetime for the check to generalise.
 ///
 /// ```
 /// use std::sync::Arc;

@@ -49,8 +49,10 @@ fn statuses_and_retry_after_map_to_verdicts() {
         Verdict::Overload { retry_after: None },
         "a malformed Retry-After is ignored, not an error"
     );
+    // An error that does not say where it happened may have followed the request: retried
+    // only for idempotent calls.
     let err: Result<http::Response<()>, &str> = Err("connection reset");
-    assert_eq!(c.classify(&err), Verdict::Transient);
+    assert_eq!(c.classify(&err), Verdict::Timeout);
     // An HTTP-date is read against the system clock: one in the past is no advice.
     let mut headers = http::HeaderMap::new();
     headers.insert(

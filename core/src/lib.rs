@@ -17,6 +17,7 @@
 //! * [`execute`] and [`resilience`]: the same loop as one async function over any runtime's
 //!   timer, and the front end every adapter shares ([`waiters`], [`fallback`], [`release`]).
 //! * [`observe`]: typed events and the duration histogram.
+//! * `shared` (feature `alloc`): `Arc<P>` is a policy, a retry budget, a retry policy.
 //!
 //! The policies, in pipeline order (`retry → throttler → breaker → limiter → bulkhead → rate
 //! limit → timeout → call`):
@@ -48,6 +49,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// Only `shared` (feature `alloc`) names `alloc`, for `Arc`; nothing in the core allocates.
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 pub(crate) mod slots;
 pub(crate) mod sync;
 pub(crate) mod window;
@@ -68,6 +73,8 @@ pub mod rejection;
 pub mod release;
 pub mod resilience;
 pub mod retry;
+#[cfg(feature = "alloc")]
+pub mod shared;
 pub mod throttler;
 pub mod time;
 pub mod verdict;
