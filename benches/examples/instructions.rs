@@ -17,6 +17,7 @@ use resilix::Verdict;
 use resilix::breaker::{Breaker, CallRing, Config};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::SeededRandom;
+use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 
 /// The same operation as benches/breaker.rs: a closed breaker admits, the call succeeds.
@@ -61,9 +62,19 @@ fn main() {
                 black_box(black_box(&r).call(|| Ok::<(), ()>(())).is_ok());
             }
         }
+        "rate-limit-allowed" => {
+            // The same operation as benches/rate_limit.rs: 1,000/s, one cell per emission
+            // interval, so every call is admitted.
+            let l = RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))).unwrap();
+            for i in 0..n {
+                let now = Instant::from_nanos(1_000_000_000 + i * 1_000_000);
+                black_box(black_box(&l).try_acquire(now)).unwrap();
+            }
+        }
         other => {
             eprintln!(
-                "unknown subject {other:?}: breaker-closed, breaker-closed-count, recloser-closed"
+                "unknown subject {other:?}: breaker-closed, breaker-closed-count, \
+                 recloser-closed, rate-limit-allowed"
             );
             std::process::exit(2);
         }
