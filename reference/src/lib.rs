@@ -19,6 +19,7 @@
 //! the twin is driven single-threaded, where it is exact; where it is approximate even then, the
 //! twin states and checks the bound.
 
+pub mod rate_limit;
 pub mod timeline;
 pub mod twin;
 
