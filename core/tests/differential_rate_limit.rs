@@ -13,22 +13,11 @@ use proptest::prelude::*;
 use resilix::random::{Random, SeededRandom};
 use resilix::rate_limit::{KeyedRateLimiter, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
-use resilix_reference::rate_limit::{KeyedTwin, Params, RateLimitModel, RateLimitTwin, config};
+use resilix_reference::rate_limit::{
+    KeyedTwin, Params, RateLimitModel, RateLimitTwin, arbitrary_config, config,
+};
 use resilix_reference::twin::Mix;
 use resilix_reference::{Gaps, Timeline, drive};
-
-const DAY: f64 = 86_400e9;
-
-/// A config with a rate log-uniform in [1/day, 10^7/s] and a burst log-uniform in [1, 10^6].
-fn arbitrary_config(rng: &mut dyn Random) -> RateLimitConfig {
-    let unit = |rng: &mut dyn Random| rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
-    // Period log-uniform from 1 µs to 2 days, then a count giving a rate in range.
-    let per = (1e3f64.ln() + unit(rng) * ((2.0 * DAY).ln() - 1e3f64.ln())).exp();
-    let rate_per_ns = ((1.0 / DAY).ln() + unit(rng) * (1e-2f64.ln() - (1.0 / DAY).ln())).exp();
-    let count = (rate_per_ns * per).round().clamp(1.0, u32::MAX as f64) as u32;
-    let burst = (unit(rng) * 1e6f64.ln()).exp().round().max(1.0) as u32;
-    config(count, Duration::from_nanos(per as u64), burst)
-}
 
 fn run(seed: u64, steps: u64) -> Result<(u64, u64), String> {
     let mut rng = SeededRandom::new(seed);

@@ -661,3 +661,17 @@ impl<const N: usize> Twin for KeyedTwin<'_, N> {
 pub fn config(count: u32, period: Duration, burst: u32) -> RateLimitConfig {
     RateLimitConfig::new(resilix::rate_limit::Rate::new(count, period)).with_burst(burst)
 }
+
+/// A configuration with a rate log-uniform between one a day and ten million a second and a
+/// burst log-uniform between 1 and a million: every tick scale a configuration can select
+/// (some of them refused, at the fine end and for the largest bursts).
+pub fn arbitrary_config(rng: &mut dyn Random) -> RateLimitConfig {
+    const DAY: f64 = 86_400e9;
+    let unit = |rng: &mut dyn Random| rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
+    // A period log-uniform from 1 µs to 2 days, then a count giving a rate in range.
+    let per = (1e3f64.ln() + unit(rng) * ((2.0 * DAY).ln() - 1e3f64.ln())).exp();
+    let rate_per_ns = ((1.0 / DAY).ln() + unit(rng) * (1e-2f64.ln() - (1.0 / DAY).ln())).exp();
+    let count = (rate_per_ns * per).round().clamp(1.0, f64::from(u32::MAX)) as u32;
+    let burst = (unit(rng) * 1e6f64.ln()).exp().round().max(1.0) as u32;
+    config(count, Duration::from_nanos(per as u64), burst)
+}

@@ -18,19 +18,19 @@
 //!
 //! # Wide time
 //!
-//! The stored TAT is its tick count modulo 2^31, and the era (see `time::era`) is read after
-//! it. The era is kept in units of 2^32 ns whatever the slot's scale: that is the quarter
+//! The stored TAT is its tick count modulo 2^31, and its [`Era`](crate::time::era::Era) is
+//! read after it. The era is kept in units of 2^32 ns whatever the slot's scale: that is the quarter
 //! circle of the finest 31-bit word (8 ns ticks, [`MIN_SHIFT`]), so it fits a `u32` for the
 //! whole timeline, and it names the same instant for both configuration slots (a
 //! reconfiguration changes the scale, never the era's meaning). For a slot of tick `2^s` it
 //! is converted to the slot's own quarter circles (`E >> (s − 3)`) before widening. A stored
-//! TAT points at most `span + 1` ticks past its writer's `now` (≤ 2^30, half the circle), so
-//! the protocol reads it exactly for writers lagging up to a quarter circle (see `time::era`).
+//! TAT points at most `span + 1` ticks past its writer's `now` (at most 2^30, half the circle),
+//! so the protocol reads it exactly for writers lagging up to a quarter circle (`time::era`).
 //!
 //! The hot path loads the era and compares it with `now`'s: when equal, the TAT is read by the
-//! 31-bit difference `TAT − f` alone (exact: every value a writer within the slack can have
-//! stored lies less than `circle − span − early` behind `f` and at most `span + early` ahead of
-//! it, see [`Gcra::debt`]); only when the era differs is the TAT widened to 64 bits.
+//! 31-bit difference `TAT − f` alone (exact for every value a writer within the slack can have
+//! stored, see [`Gcra::debt`]); only when the era differs is the TAT widened to 64 bits, out of
+//! line. A bucket that is full at `now` is written as `f` itself (the TAT a full bucket has).
 
 use core::time::Duration;
 
@@ -39,9 +39,6 @@ use crate::time::Instant;
 use crate::time::duration_as_nanos_saturating;
 use crate::time::era::{EraSeen, widen};
 use crate::time::ticks::TickScale;
-
-#[allow(unused_imports)] // named in the docs
-use crate::time::era::Era;
 
 /// The TAT uses the low 31 bits of a word; the limiter keeps its config-slot bit in the top.
 pub(crate) const TICK_BITS: u32 = 31;
@@ -285,8 +282,8 @@ impl Gcra {
 fn widened_ahead(low: u32, seen: EraSeen, shift: u8, span: u32, now: u64) -> u32 {
     // The era counts 2^32 ns; the slot's quarter circle is 2^(29 + shift) ns.
     let seen = EraSeen::of(((seen.get() as u64) << 32) >> shift, TICK_BITS);
-    // A TAT points at most span + 1 ticks past its writer's `now` (the +1: a restart from the
-    // next tick).
+    // A TAT points at most `span` ticks past its writer's `now`, a carried-over one at most
+    // `span + 1` (its debt is rounded up to a whole tick from `now`).
     let tat = widen(low & TICK_MASK, TICK_BITS, seen, span as u64 + 1);
     if tat <= now {
         0
