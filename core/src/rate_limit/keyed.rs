@@ -78,8 +78,8 @@ fn new_entries<const N: usize>() -> [Entry; N] {
 
 /// A fixed table of up to `N` per-key token buckets, all with one rate and burst, plus one
 /// shared overflow bucket. No heap; the memory is `20 × N + 32` bytes on 64-bit targets,
-/// whatever the traffic. `N` must be at least 1 ([`RateLimitConfigError::ZeroCapacity`] otherwise: a table
-/// with no entries would make every key share the one overflow bucket).
+/// whatever the traffic. `N` must be at least 1 ([`RateLimitConfigError::ZeroCapacity`]
+/// otherwise: a table with no entries would make every key share the one overflow bucket).
 ///
 /// * **Keys** are `u64`: a tenant id, a contract id, or a hash of something longer (the
 ///   table mixes the bits itself, so sequential ids spread well). A key may live in any of
