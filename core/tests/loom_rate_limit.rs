@@ -75,3 +75,30 @@ fn keyed_insert_race_gives_one_bucket_per_key() {
         assert_eq!(both, overflow_spent, "mine {mine}, theirs {theirs}");
     });
 }
+
+#[test]
+fn admissions_racing_across_an_era_boundary_are_read_exactly() {
+    // The era counts 2^32 ns. One caller's `now` lies just before the boundary, the other's
+    // just after: whichever publishes last, every later reader widens the TAT exactly (a
+    // stale era would read it a circle later, as debt or as a full bucket).
+    let boundary = 1u64 << 32;
+    let before = Instant::from_nanos(boundary - (1 << 20));
+    let after = Instant::from_nanos(boundary + (1 << 20));
+    loom::model(move || {
+        let limiter = Arc::new(RateLimiter::new(config(2)).unwrap());
+        let l = limiter.clone();
+        let early = loom::thread::spawn(move || l.try_acquire(before).is_ok());
+        let late = limiter.try_acquire(after).is_ok();
+        let early = early.join().unwrap();
+        assert!(late, "the later caller always finds a cell");
+        // The early cell (if any) is repaid by `after`; the late one is debt until
+        // `after + T`. If the late caller went first, the early one was refused (it lags).
+        assert_eq!(limiter.available(after), 1, "early {early}");
+        let much_later = after + Duration::from_secs(30);
+        assert_eq!(limiter.available(much_later), 2);
+        // The keyed table's entries have eras of their own.
+        let table: KeyedRateLimiter<1> = KeyedRateLimiter::new(config(1)).unwrap();
+        table.try_acquire(5, before).unwrap();
+        assert_eq!(table.evict_idle(much_later), 1);
+    });
+}

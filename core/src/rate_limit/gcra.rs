@@ -1,31 +1,53 @@
-//! GCRA as a pure decision over one 31-bit tick word: no atomics here.
+//! GCRA as a pure decision over one 31-bit tick word and its era: no atomics here.
 //!
 //! The state is the theoretical arrival time (TAT): the instant at which the bucket would be
 //! full again. `TAT − now` is the bucket's debt; a cell costs one emission interval T of debt,
 //! and a call of n cells is admitted when the debt after it is at most the span, burst × T.
-//! The limiters store the TAT in an atomic word and swap it with this decision.
+//! The limiters store the TAT's low 31 bits in an atomic word beside an [`Era`] and swap it
+//! with this decision.
+//!
+//! # Time and exactness
+//!
+//! `now` is read to the tick below. T is stored as `⌈T / tick⌉ + 1` ticks: an elapsed time
+//! read in ticks can be up to one tick longer than it was, and the extra tick per cell pays
+//! for it, so the bound `burst + elapsed · count / period` is exact in real nanoseconds
+//! against the configured rate (the last TAT is at most `⌊t₁⌋ + burst·T'` and at least
+//! `⌊t₀⌋ + cells·T'`, and `T' · tick ≥ T + tick`; found by the proptest). Restarting an idle
+//! bucket from the tick above instead (and no extra tick) would keep the bound but lose part
+//! of a cell of the burst whenever `now` lies inside a tick.
+//!
+//! # Wide time
+//!
+//! The stored TAT is its tick count modulo 2^31, and its [`Era`](crate::time::era::Era) is
+//! read after it. The era is kept in units of 2^32 ns whatever the slot's scale: that is the quarter
+//! circle of the finest 31-bit word (8 ns ticks, [`MIN_SHIFT`]), so it fits a `u32` for the
+//! whole timeline, and it names the same instant for both configuration slots (a
+//! reconfiguration changes the scale, never the era's meaning). For a slot of tick `2^s` it
+//! is converted to the slot's own quarter circles (`E >> (s − 3)`) before widening. A stored
+//! TAT points at most `span + 1` ticks past its writer's `now` (at most 2^30, half the circle),
+//! so the protocol reads it exactly for writers lagging up to a quarter circle (`time::era`).
+//!
+//! The hot path loads the era and compares it with `now`'s: when equal, the TAT is read by the
+//! 31-bit difference `TAT − f` alone (exact for every value a writer within the slack can have
+//! stored, see [`Gcra::debt`]); only when the era differs is the TAT widened to 64 bits, out of
+//! line. A bucket that is full at `now` is written as `f` itself (the TAT a full bucket has).
 
 use core::time::Duration;
 
 use super::rate::{RateLimitConfig, RateLimitConfigError};
 use crate::time::Instant;
 use crate::time::duration_as_nanos_saturating;
+use crate::time::era::{EraSeen, widen};
 use crate::time::ticks::TickScale;
 
 /// The TAT uses the low 31 bits of a word; the limiter keeps its config-slot bit in the top.
-pub(crate) const TICK_MASK: u32 = (1 << 31) - 1;
-/// The TAT of a bucket that was never used: full at every instant. A fresh limiter's word is
-/// zero, and zero read as an ordinary TAT would put debt on a new bucket whenever `now`'s tick
-/// lies just below the wrap of the 31-bit circle. So no decision ever stores zero: an admitted
-/// TAT that lands on it is stored one tick later instead, which can only refuse more, never
-/// admit more.
-pub(crate) const UNUSED: u32 = 0;
-
-/// `tat` as it may be stored: never [`UNUSED`].
-const fn storable(tat: u32) -> u32 {
-    if tat == UNUSED { 1 } else { tat }
-}
-/// Every span stays below this many ticks, so "ahead" and "behind" split the 31-bit circle.
+pub(crate) const TICK_BITS: u32 = 31;
+/// The low 31 bits.
+pub(crate) const TICK_MASK: u32 = (1 << TICK_BITS) - 1;
+/// The finest tick, 8 ns: a 31-bit count of 8 ns ticks has at most 2^32 eras in the `u64`
+/// timeline, so its era fits a `u32` (see `time::era`).
+pub(crate) const MIN_SHIFT: u32 = 3;
+/// Every span stays below this many ticks, so a TAT is at most half a circle ahead.
 const SPAN_LIMIT: u64 = 1 << 30;
 /// Emission intervals are stored as 2 049–4 097 ticks where the span allows: under 0.1% long.
 const PRECISION_BITS: u32 = 11;
@@ -34,30 +56,51 @@ const PRECISION_BITS: u32 = 11;
 /// span if that is longer (ours). See the module docs.
 const LAG_ALLOWANCE: Duration = Duration::from_secs(1);
 
+/// The era's count: `now` in 8 ns units, a 31-bit word's finest ticks.
+#[inline]
+pub(crate) const fn era_count(now: Instant) -> u64 {
+    now.as_nanos() >> MIN_SHIFT
+}
+
 /// The decision's parameters, in ticks of `scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Gcra {
-    pub(crate) scale: TickScale,
+    /// log2 of the tick in nanoseconds (3..=63): kept as a plain number, so the hot path
+    /// shifts by it without re-validating a `TickScale`.
+    pub(crate) shift: u8,
     /// T: the debt one cell adds, in ticks (at least 1).
     pub(crate) emission: u32,
     /// How many cells a full bucket holds (at least 1).
     pub(crate) burst: u32,
-    /// Debt beyond the span up to this many ticks reads as an early arrival.
-    pub(crate) early: u32,
+    /// burst × T (below 2^30).
+    pub(crate) span: u32,
+    /// Debt up to this many ticks (span + the lag allowance, at most 2^30) reads as debt;
+    /// beyond it, as a bucket left idle.
+    pub(crate) limit: u32,
+}
+
+/// `now` as the decision reads it, on one scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Now {
+    /// The full tick count of `now`, rounded down.
+    pub(crate) tick: u64,
+    /// `now`'s era (units of 2^32 ns).
+    pub(crate) era: u64,
 }
 
 /// What the decision says about one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
-    /// Admitted: store this TAT.
+    /// Admitted: store these low 31 bits of the TAT (the era must cover `now` first).
     Admit(u32),
-    /// Refused: the call would be admitted this many ticks from now.
-    Wait(u32),
+    /// Refused: the call would be admitted at the start of this tick.
+    Wait(u64),
 }
 
 impl Gcra {
     /// Validates `config` and picks the tick scale: the coarsest on which T is still held to
-    /// within 0.1%, made coarser only if burst × T would not fit below 2^30 ticks.
+    /// within 0.1% (but never finer than 8 ns, where it is held within 1%), made coarser only
+    /// if burst × T would not fit below 2^30 ticks.
     pub(crate) const fn new(config: &RateLimitConfig) -> Result<Gcra, RateLimitConfigError> {
         let count = config.rate.count() as u128;
         let per = duration_as_nanos_saturating(config.rate.period()) as u128;
@@ -80,12 +123,14 @@ impl Gcra {
         }
         let log2 = 127 - floor_interval.leading_zeros();
         let mut shift = log2.saturating_sub(PRECISION_BITS);
+        if shift < MIN_SHIFT {
+            shift = MIN_SHIFT;
+        }
         let mut emission;
         loop {
             // The interval rounded up to whole ticks, plus one: `now` is read to the tick
             // below, so an elapsed time can read up to one tick long, and the extra tick pays
-            // for it. That makes burst + rate × elapsed exact in real nanoseconds against the
-            // configured rate, not just to within a tick (found by the proptest).
+            // for it (see the module docs).
             emission = per.div_ceil(count << shift) + 1;
             if emission * burst < SPAN_LIMIT as u128 {
                 break;
@@ -96,7 +141,10 @@ impl Gcra {
             }
         }
         let stored = emission * (count << shift);
-        if (stored - per) * 1_000 > per {
+        // Within 0.1%; on the finest ticks, which hold intervals below 16 µs no closer, within
+        // 1% (ours: refusing every rate above 61,000 a second would be worse).
+        let tolerance = if shift == MIN_SHIFT { 100 } else { 1_000 };
+        if (stored - per) * tolerance > per {
             return Err(RateLimitConfigError::RateBeyondResolution);
         }
         let scale = TickScale::from_shift(shift as u8);
@@ -108,105 +156,172 @@ impl Gcra {
             early = room;
         }
         Ok(Gcra {
-            scale,
+            shift: shift as u8,
             emission: emission as u32,
             burst: config.burst,
-            early,
+            span,
+            limit: span + early,
         })
     }
 
-    /// burst × T: the most debt a bucket may carry (below 2^30).
-    pub(crate) const fn span(&self) -> u32 {
-        self.emission * self.burst
+    /// The tick scale.
+    pub(crate) const fn scale(&self) -> TickScale {
+        TickScale::from_shift(self.shift)
     }
 
-    /// `now` as a 31-bit tick.
-    pub(crate) const fn tick(&self, now: Instant) -> u32 {
-        self.scale.ticks(now) & TICK_MASK
+    /// `now` as the decision reads it.
+    #[inline]
+    pub(crate) const fn now(&self, now: Instant) -> Now {
+        Now {
+            tick: now.as_nanos() >> self.shift,
+            era: era_count(now) >> (TICK_BITS - 2),
+        }
     }
 
-    /// How far `tat` lies ahead of `now`, if it reads as ahead at all.
+    /// The debt, in ticks, at `now` of a bucket whose TAT's low bits are `low`, with the era
+    /// `seen` read after them.
     ///
-    /// Up to the span it is ordinary debt. Up to `span + early` it is a caller whose `now` lags
-    /// the latest admission (another thread's clock read, a small step backwards): real debt,
-    /// refused. Anything further, and anything behind, reads as a bucket left idle: no debt.
-    const fn debt(&self, tat: u32, now: u32) -> u32 {
-        if tat == UNUSED {
-            return 0;
-        }
-        let ahead = tat.wrapping_sub(now) & TICK_MASK;
-        if ahead <= self.span() + self.early {
-            ahead
+    /// Up to `limit` it is debt: ordinary debt up to the span, and beyond it a caller whose
+    /// `now` lags the latest admission (another thread's clock read, a small step backwards),
+    /// refused. Anything further ahead, and anything behind, reads as a bucket left idle.
+    ///
+    /// In `now`'s own era the 31-bit difference is the debt: a TAT stored by a writer whose
+    /// `now` lies in this era or the one before is less than two eras (≤ 2^30 ticks) behind
+    /// `f`, so its difference is above `circle − 2^30 ≥ limit` and reads as idle, as it is;
+    /// and one ahead by up to `limit` (≤ 2^30) reads as itself. In any other era the TAT is
+    /// widened to its full count first (`time::era`), so no idle gap changes the answer.
+    #[inline]
+    pub(crate) fn debt(&self, low: u32, seen: EraSeen, now: Now) -> u32 {
+        let ahead = if seen.get() as u64 == now.era {
+            low.wrapping_sub(now.tick as u32) & TICK_MASK
         } else {
-            0
-        }
+            widened_ahead(low, seen, self.shift, self.span, now.tick)
+        };
+        if ahead <= self.limit { ahead } else { 0 }
     }
 
-    /// Admit `n` cells (1 ≤ n ≤ burst) at `now` against `tat`, or say how long to wait.
-    pub(crate) const fn decide(&self, tat: u32, now: u32, n: u32) -> Decision {
-        let debt = self.debt(tat, now);
-        // n ≤ burst, so n·T ≤ span < 2^30, and debt < 2^30: the sum cannot overflow.
+    /// Admit `n` cells (1 ≤ n ≤ burst) at `now` against the stored TAT, or say when.
+    #[inline]
+    pub(crate) fn decide(&self, low: u32, seen: EraSeen, now: Now, n: u32) -> Decision {
+        let debt = self.debt(low, seen, now);
+        // n ≤ burst, so n·T ≤ span < 2^30, and debt ≤ limit ≤ 2^30: no overflow.
         let after = debt + n * self.emission;
-        if after <= self.span() {
-            Decision::Admit(storable(now.wrapping_add(after) & TICK_MASK))
+        if after <= self.span {
+            Decision::Admit((now.tick as u32).wrapping_add(after) & TICK_MASK)
         } else {
-            Decision::Wait(after - self.span())
+            Decision::Wait(now.tick + (after - self.span) as u64)
         }
     }
 
     /// Whole cells available at `now`.
-    pub(crate) const fn available(&self, tat: u32, now: u32) -> u32 {
-        let debt = self.debt(tat, now);
-        if debt >= self.span() {
+    pub(crate) fn available(&self, low: u32, seen: EraSeen, now: Now) -> u32 {
+        let debt = self.debt(low, seen, now);
+        if debt >= self.span {
             0
         } else {
-            (self.span() - debt) / self.emission
+            (self.span - debt) / self.emission
         }
     }
 
     /// Whether the bucket is full: a key in this state is indistinguishable from a new one.
-    pub(crate) const fn is_full(&self, tat: u32, now: u32) -> bool {
-        self.debt(tat, now) == 0
+    pub(crate) fn is_full(&self, low: u32, seen: EraSeen, now: Now) -> bool {
+        self.debt(low, seen, now) == 0
     }
 
-    /// The TAT of a full bucket at `now`.
-    pub(crate) const fn full(&self, _now: Instant) -> u32 {
-        // A bucket that is full now stays full as time moves on: the never-used mark says so
-        // without naming an instant.
-        UNUSED
+    /// The TAT of a bucket full at `now` (and at every later instant).
+    pub(crate) const fn full(&self, now: Now) -> u32 {
+        now.tick as u32 & TICK_MASK
     }
 
     /// The TAT under `next` that carries this bucket's cells (with their fraction) over,
     /// capped at `next`'s burst; the new rate refills from `now`.
-    pub(crate) const fn carry_over(&self, tat: u32, now: Instant, next: &Gcra) -> u32 {
-        let debt = self.debt(tat, self.tick(now));
-        let old_span = self.span() as u64;
-        // Cells in the bucket, as (old_span − debt) / T_old; may be "negative" (early arrivals).
-        let held = old_span.saturating_sub(debt as u64);
-        // New debt = span_new − held · T_new / T_old, rounded up, within [0, span_new].
-        let owed =
-            (next.span() as u64 * self.emission as u64).saturating_sub(held * next.emission as u64);
-        let new_debt = owed.div_ceil(self.emission as u64);
-        let new_debt = if new_debt > next.span() as u64 {
-            next.span()
+    ///
+    /// In nanoseconds: the bucket holds `H = span − debt` (its exact debt at `now`), worth
+    /// `H / T` cells; under `next` they are worth `⌊H · T' / T⌋` ns of credit, and the new
+    /// debt is `span' − credit` (at least zero), counted from `now` and rounded up to a whole
+    /// tick of `next`. Never a cell more than the bucket held, never more than `next`'s burst.
+    pub(crate) fn carry_over(&self, low: u32, seen: EraSeen, now: Instant, next: &Gcra) -> u32 {
+        let at = self.now(now);
+        let debt = self.debt(low, seen, at) as u128;
+        let nanos = now.as_nanos() as u128;
+        let unit = 1u128 << self.shift;
+        let debt_ns = if debt == 0 {
+            0
         } else {
-            new_debt as u32
+            (at.tick as u128 + debt) * unit - nanos
         };
-        if new_debt == 0 {
-            return UNUSED;
+        let held = (self.span as u128 * unit).saturating_sub(debt_ns);
+        let next_unit = 1u128 << next.shift;
+        let next_span = next.span as u128 * next_unit;
+        let credit = mul_div_floor(
+            held,
+            next.emission as u128 * next_unit,
+            self.emission as u128 * unit,
+            next_span,
+        );
+        let owed = next_span - credit;
+        let at_next = next.now(now);
+        if owed == 0 {
+            return next.full(at_next);
         }
-        storable(next.tick(now).wrapping_add(new_debt) & TICK_MASK)
+        ((nanos + owed).div_ceil(next_unit) as u64 as u32) & TICK_MASK
     }
 
-    /// The instant `wait` ticks after `now`.
-    pub(crate) const fn after(&self, now: Instant, wait: u32) -> Instant {
-        self.scale.instant_after(now, wait)
-    }
-
-    /// T as stored: the configured interval rounded up to whole ticks.
+    /// T as stored: the configured interval rounded up to whole ticks, plus one tick.
     pub(crate) const fn emission_interval(&self) -> Duration {
-        self.scale.duration_of(self.emission)
+        self.scale().duration_of(self.emission)
     }
+}
+
+/// How far the TAT stored as `low`, widened from era `seen`, lies ahead of tick `now` on a
+/// scale of `2^shift` ns with this `span` (0 if behind, saturating): the path taken once per
+/// era or after an idle gap, kept out of line (and its arguments in registers) so that the hot
+/// path stays short.
+#[cold]
+#[inline(never)]
+fn widened_ahead(low: u32, seen: EraSeen, shift: u8, span: u32, now: u64) -> u32 {
+    // The era counts 2^32 ns; the slot's quarter circle is 2^(29 + shift) ns.
+    let seen = EraSeen::of(((seen.get() as u64) << 32) >> shift, TICK_BITS);
+    // A TAT points at most `span` ticks past its writer's `now`, a carried-over one at most
+    // `span + 1` (its debt is rounded up to a whole tick from `now`).
+    let tat = widen(low & TICK_MASK, TICK_BITS, seen, span as u64 + 1);
+    if tat <= now {
+        0
+    } else {
+        let ahead = tat - now;
+        if ahead > u32::MAX as u64 {
+            u32::MAX
+        } else {
+            ahead as u32
+        }
+    }
+}
+
+/// `min(⌊a · b / c⌋, cap)`, exactly, for `c > 0` (no intermediate overflows: the product is
+/// built by doubling, every partial remainder below `3c`). For a reconfiguration, not a hot path.
+fn mul_div_floor(a: u128, b: u128, c: u128, cap: u128) -> u128 {
+    let (whole, rest) = (a / c, a % c);
+    let Some(high) = whole.checked_mul(b) else {
+        return cap;
+    };
+    if high >= cap {
+        return cap;
+    }
+    // ⌊rest · b / c⌋ with rest < c, bit by bit of b.
+    let (mut q, mut r) = (0u128, 0u128);
+    let bits = 128 - b.leading_zeros();
+    for i in (0..bits).rev() {
+        q <<= 1;
+        r <<= 1;
+        if (b >> i) & 1 == 1 {
+            r += rest;
+        }
+        while r >= c {
+            r -= c;
+            q += 1;
+        }
+    }
+    high.saturating_add(q).min(cap)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -218,6 +333,11 @@ mod tests {
         Gcra::new(&RateLimitConfig::new(rate).with_burst(burst)).unwrap()
     }
 
+    /// The era a writer at `now` leaves behind (what `Era::cover` stores).
+    fn era_at(now: Instant) -> EraSeen {
+        EraSeen::of(era_count(now), TICK_BITS)
+    }
+
     #[test]
     fn scale_keeps_the_interval_within_a_thousandth_and_rounds_up() {
         for (rate, burst) in [
@@ -225,19 +345,26 @@ mod tests {
             (Rate::per_second(3), 1),
             (Rate::per_hour(1), 1_000),
             (Rate::per_second(1_000_000), 1),
-            (Rate::per_second(499_999), 1),
+            (Rate::per_second(125_000), 1),
+            (Rate::per_second(62_500), 1),
+            (Rate::per_second(100_000), 100_000),
             (Rate::per_second(1_000), 500_000),
+            (Rate::new(1, Duration::from_secs(86_400)), 100_000),
         ] {
             let g = gcra(rate, burst);
             let asked = rate.emission_interval().as_nanos();
             let stored = g.emission_interval().as_nanos();
             assert!(stored > asked, "{rate:?}: strictly longer");
-            assert!(
-                stored * 1_000 <= asked * 1_001,
-                "{rate:?}: {stored} vs {asked}"
-            );
-            assert!((g.span() as u64) < SPAN_LIMIT);
-            assert!(g.span() + g.early <= SPAN_LIMIT as u32);
+            // 0.1%, or 1% on the finest (8 ns) ticks.
+            let (num, den) = if g.shift as u32 == MIN_SHIFT {
+                (101, 100)
+            } else {
+                (1_001, 1_000)
+            };
+            assert!(stored * den <= asked * num, "{rate:?}: {stored} vs {asked}");
+            assert!((g.span as u64) < SPAN_LIMIT);
+            assert!(g.limit <= SPAN_LIMIT as u32 && g.limit >= g.span);
+            assert!(g.shift as u32 >= MIN_SHIFT, "8 ns ticks at the finest");
         }
     }
 
@@ -263,12 +390,16 @@ mod tests {
         assert_eq!(
             c(Rate::per_second(2_000_000), 1),
             Err(RateLimitConfigError::RateBeyondResolution),
-            "500 ns plus a 1 ns tick is 0.2% off"
+            "500 ns is 62.5 ticks of 8 ns, stored as 64: 2.4% off"
         );
         assert_eq!(
             c(Rate::per_second(999_999), 1),
             Err(RateLimitConfigError::RateBeyondResolution),
-            "1 000.001 ns rounds up to 1 001, plus a tick: 0.2% off"
+            "1 000.001 ns rounds up to 126 ticks of 8 ns, plus one: 1.6% off"
+        );
+        assert!(
+            c(Rate::per_second(1_000_000), 1).is_ok(),
+            "126 ticks of 8 ns for 1 µs: 0.8%"
         );
         assert_eq!(
             c(Rate::per_second(1), 1 << 30),
@@ -284,51 +415,156 @@ mod tests {
             t, 2049,
             "2^20 ns in 512 ns ticks, plus the tick that pays for rounding"
         );
-        let mut tat = g.full(Instant::ZERO);
+        let start = Instant::from_secs(1);
+        let seen = era_at(start);
+        let at = |ticks: u64| g.now(start + g.scale().duration_of(ticks as u32));
+        let mut tat = g.full(at(0));
         for _ in 0..3 {
-            match g.decide(tat, 0, 1) {
+            match g.decide(tat, seen, at(0), 1) {
                 Decision::Admit(next) => tat = next,
                 Decision::Wait(_) => panic!("a full bucket admits its burst"),
             }
         }
-        assert_eq!(g.decide(tat, 0, 1), Decision::Wait(t));
-        assert_eq!(g.decide(tat, t - 1, 1), Decision::Wait(1));
-        assert!(matches!(g.decide(tat, t, 1), Decision::Admit(_)));
-        assert_eq!(g.available(tat, 0), 0);
-        assert_eq!(g.available(tat, 2 * t), 2);
-        assert_eq!(g.decide(tat, 0, 3), Decision::Wait(3 * t));
+        let f = at(0).tick;
+        assert_eq!(g.decide(tat, seen, at(0), 1), Decision::Wait(f + t as u64));
+        assert_eq!(
+            g.decide(tat, seen, at(t as u64 - 1), 1),
+            Decision::Wait(f + t as u64)
+        );
+        assert!(matches!(
+            g.decide(tat, seen, at(t as u64), 1),
+            Decision::Admit(_)
+        ));
+        assert_eq!(g.available(tat, seen, at(0)), 0);
+        assert_eq!(g.available(tat, seen, at(2 * t as u64)), 2);
+        assert_eq!(
+            g.decide(tat, seen, at(0), 3),
+            Decision::Wait(f + 3 * t as u64)
+        );
+    }
+
+    #[test]
+    fn an_idle_bucket_restarts_from_the_tick_below() {
+        let g = gcra(Rate::one_every(Duration::from_nanos(1 << 20)), 1);
+        let on_tick = Instant::from_secs(1);
+        let seen = era_at(on_tick);
+        for now in [on_tick, on_tick + Duration::from_nanos(1)] {
+            let at = g.now(now);
+            let Decision::Admit(tat) = g.decide(g.full(at), seen, at, 1) else {
+                panic!()
+            };
+            let expected = (at.tick + g.emission as u64) & TICK_MASK as u64;
+            assert_eq!(tat as u64, expected, "from the tick below");
+        }
     }
 
     #[test]
     fn a_lagging_caller_is_refused_and_a_long_idle_refills() {
         let g = gcra(Rate::one_every(Duration::from_nanos(1 << 20)), 2);
+        let unit = g.scale().resolution();
+        let now = Instant::from_secs(3);
+        let seen = era_at(now);
         // Empty bucket: TAT = now + span.
-        let now = 5_000_000;
-        let tat = now + g.span();
-        assert!(matches!(g.decide(tat, now - 10, 1), Decision::Wait(w) if w == 10 + g.emission));
-        assert!(matches!(g.decide(tat, now - g.early, 1), Decision::Wait(_)));
+        let tat = (g.now(now).tick as u32 + g.span) & TICK_MASK;
+        let back = |ticks: u32| g.now(now - unit * ticks);
+        let early = g.limit - g.span;
         assert!(matches!(
-            g.decide(tat, now - g.early - 1, 1),
+            g.decide(tat, seen, back(10), 1),
+            Decision::Wait(_)
+        ));
+        assert!(matches!(
+            g.decide(tat, seen, back(early), 1),
+            Decision::Wait(_)
+        ));
+        assert!(matches!(
+            g.decide(tat, seen, back(early + 1), 1),
             Decision::Admit(_)
         ));
-        assert!(g.is_full(tat, now + g.span()));
-        assert!(g.is_full(tat, tat.wrapping_add(1 << 30)));
+        assert!(g.is_full(tat, seen, g.now(now + unit * g.span)));
+    }
+
+    #[test]
+    fn any_number_of_circles_later_the_bucket_is_full() {
+        // 10 a second: 32.768 µs ticks, a circle of 2^31 ticks is 19.55 h.
+        let g = gcra(Rate::per_second(10), 10);
+        let circle = g.scale().duration_of(1 << 30) * 2;
+        let start = Instant::from_secs(100);
+        let seen = era_at(start);
+        let tat = (g.now(start).tick as u32 + g.span) & TICK_MASK; // drained
+        for k in 1..=4u32 {
+            for off in [
+                Duration::ZERO,
+                Duration::from_millis(500),
+                Duration::from_secs(1),
+            ] {
+                let later = g.now(start + circle * k - off);
+                assert_eq!(g.available(tat, seen, later), 10, "{k} circles − {off:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_widening() {
+        let g = gcra(Rate::per_second(100_000), 100);
+        for start in [1u64, 3, 4, 5, 1 << 20] {
+            let start = Instant::from_secs(start);
+            let seen = era_at(start);
+            for used in [0u32, 1, 50, 100] {
+                let tat = (g.now(start).tick as u32 + used * g.emission) & TICK_MASK;
+                for dt in [
+                    0u64,
+                    1,
+                    999,
+                    10_000,
+                    1_000_000,
+                    2_000_000_000,
+                    4_294_967_295,
+                ] {
+                    let now = g.now(start + Duration::from_nanos(dt));
+                    let fast = g.debt(tat, seen, now);
+                    // The same word read from an era that differs from `now`'s: widened.
+                    let wide = match widened_ahead(tat, seen, g.shift, g.span, now.tick) {
+                        d if d <= g.limit => d,
+                        _ => 0,
+                    };
+                    assert_eq!(fast, wide, "start {start:?} used {used} dt {dt}");
+                }
+            }
+        }
     }
 
     #[test]
     fn carry_over_keeps_cells_and_caps_at_the_new_burst() {
         let slow = gcra(Rate::one_every(Duration::from_nanos(1 << 20)), 4);
         let fast = gcra(Rate::one_every(Duration::from_nanos(1 << 19)), 10);
-        let now = Instant::ZERO;
+        let now = Instant::from_secs(2);
+        let seen = era_at(now);
         // Two of four cells used.
-        let tat = slow.full(now).wrapping_add(2 * slow.emission);
-        assert_eq!(slow.available(tat, slow.tick(now)), 2);
-        let moved = slow.carry_over(tat, now, &fast);
-        assert_eq!(fast.available(moved, fast.tick(now)), 2, "cells carry over");
+        let tat = slow.full(slow.now(now)) + 2 * slow.emission;
+        assert_eq!(slow.available(tat, seen, slow.now(now)), 2);
+        let moved = slow.carry_over(tat, seen, now, &fast);
+        assert_eq!(
+            fast.available(moved, seen, fast.now(now)),
+            2,
+            "cells carry over"
+        );
         // A full bucket stays full, capped at the smaller burst.
         let small = gcra(Rate::one_every(Duration::from_nanos(1 << 20)), 1);
-        let full = fast.full(now);
-        let moved = fast.carry_over(full, now, &small);
-        assert_eq!(small.available(moved, small.tick(now)), 1);
+        let full = fast.full(fast.now(now));
+        let moved = fast.carry_over(full, seen, now, &small);
+        assert_eq!(small.available(moved, seen, small.now(now)), 1);
+    }
+
+    #[test]
+    fn mul_div_is_exact_without_overflow() {
+        assert_eq!(mul_div_floor(7, 5, 3, u128::MAX), 11);
+        assert_eq!(
+            mul_div_floor((1 << 100) + 5, 3 * (1 << 20) + 1, (1 << 20) + 7, u128::MAX),
+            3802927622329703845037372032123
+        );
+        let big = 1u128 << 100;
+        assert_eq!(mul_div_floor(big, big, big, u128::MAX), big);
+        assert_eq!(mul_div_floor(big, big, 1, 12), 12, "capped");
+        assert_eq!(mul_div_floor(0, big, 5, 9), 0);
     }
 }

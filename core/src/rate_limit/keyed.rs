@@ -1,5 +1,5 @@
 use super::AcquireError;
-use super::gcra::{Decision, Gcra, TICK_MASK};
+use super::gcra::{Decision, Gcra, TICK_BITS, TICK_MASK, era_count};
 use super::limiter::RateLimitPermit;
 use super::rate::{RateLimitConfig, RateLimitConfigError};
 use crate::observe::Observer;
@@ -8,6 +8,7 @@ use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::time::Instant;
+use crate::time::era::Era;
 
 /// How many consecutive entries, from a key's home entry, may hold that key.
 const PROBES: usize = 8;
@@ -25,7 +26,11 @@ struct Entry {
     tag: AtomicU32,
     key_lo: AtomicU32,
     key_hi: AtomicU32,
+    /// The bucket's TAT, low 31 bits.
     tat: AtomicU32,
+    /// Its era (see `time::era`): covered before each compare-and-swap on `tat`, read after
+    /// each load of it; set outright by the writer-flag holder that (re)creates the entry.
+    era: Era,
 }
 
 impl Entry {
@@ -36,6 +41,7 @@ impl Entry {
                 key_lo: AtomicU32::new(0),
                 key_hi: AtomicU32::new(0),
                 tat: AtomicU32::new(0),
+                era: Era::new(),
             }
         }
     }
@@ -71,7 +77,9 @@ fn new_entries<const N: usize>() -> [Entry; N] {
 }
 
 /// A fixed table of up to `N` per-key token buckets, all with one rate and burst, plus one
-/// shared overflow bucket. No heap; the memory is `16 × N + 12` bytes, whatever the traffic.
+/// shared overflow bucket. No heap; the memory is `20 × N + 32` bytes on 64-bit targets,
+/// whatever the traffic. `N` must be at least 1 ([`RateLimitConfigError::ZeroCapacity`]
+/// otherwise: a table with no entries would make every key share the one overflow bucket).
 ///
 /// * **Keys** are `u64`: a tenant id, a contract id, or a hash of something longer (the
 ///   table mixes the bits itself, so sequential ids spread well). A key may live in any of
@@ -116,13 +124,27 @@ pub struct KeyedRateLimiter<const N: usize> {
     gcra: Gcra,
     writer: AtomicBool,
     overflow: AtomicU32,
+    overflow_era: Era,
     entries: [Entry; N],
 }
 
 impl<const N: usize> KeyedRateLimiter<N> {
     crate::sync::const_fn_unless_loom! {
-        /// An empty table, or the reason `config` is refused.
+        /// An empty table, or the reason `config` (or `N = 0`) is refused.
+        ///
+        /// ```
+        /// use resilix::rate_limit::{KeyedRateLimiter, Rate, RateLimitConfig, RateLimitConfigError};
+        ///
+        /// let config = RateLimitConfig::new(Rate::per_second(5));
+        /// assert!(KeyedRateLimiter::<16>::new(config).is_ok());
+        /// let none = KeyedRateLimiter::<0>::new(config).unwrap_err();
+        /// assert_eq!(none, RateLimitConfigError::ZeroCapacity);
+        /// assert!(none.to_string().contains("capacity 0 would make every key share one bucket"));
+        /// ```
         pub fn new(config: RateLimitConfig) -> Result<Self, RateLimitConfigError> {
+            if N == 0 {
+                return Err(RateLimitConfigError::ZeroCapacity);
+            }
             let gcra = match Gcra::new(&config) {
                 Ok(g) => g,
                 Err(e) => return Err(e),
@@ -131,6 +153,7 @@ impl<const N: usize> KeyedRateLimiter<N> {
                 gcra,
                 writer: AtomicBool::new(false),
                 overflow: AtomicU32::new(0),
+                overflow_era: Era::new(),
                 entries: new_entries(),
             })
         }
@@ -165,11 +188,11 @@ impl<const N: usize> KeyedRateLimiter<N> {
         };
         match entry {
             Some(e) => {
-                let result = self.acquire_on(&e.tat, now, n);
+                let result = self.acquire_on(&e.tat, &e.era, now, n);
                 e.unpin();
                 result
             }
-            None => self.acquire_on(&self.overflow, now, n),
+            None => self.acquire_on(&self.overflow, &self.overflow_era, now, n),
         }
     }
 
@@ -217,28 +240,25 @@ impl<const N: usize> KeyedRateLimiter<N> {
     /// Whole cells `key` could take at `now` (its own bucket's, or the overflow bucket's if
     /// it has no entry).
     pub fn available(&self, key: u64, now: Instant) -> u32 {
-        let tick = self.gcra.tick(now);
+        let at = self.gcra.now(now);
+        let read = |tat: &AtomicU32, era: &Era| {
+            let low = tat.load(Ordering::Acquire) & TICK_MASK;
+            self.gcra.available(low, era.read(), at)
+        };
         match self.find(key) {
             Some(e) => {
-                let a = self
-                    .gcra
-                    .available(e.tat.load(Ordering::Acquire) & TICK_MASK, tick);
+                let a = read(&e.tat, &e.era);
                 e.unpin();
                 a
             }
-            None => self
-                .gcra
-                .available(self.overflow.load(Ordering::Acquire) & TICK_MASK, tick),
+            None => read(&self.overflow, &self.overflow_era),
         }
     }
 
     fn candidates(&self, key: u64) -> impl Iterator<Item = &Entry> {
         // Fibonacci hashing: the top bits of key × 2^64/φ spread sequential ids.
-        let home = if N == 0 {
-            0
-        } else {
-            ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % N
-        };
+        // N ≥ 1 (checked by `new`).
+        let home = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % N;
         (0..PROBES.min(N)).map(move |i| &self.entries[(home + i) % N])
     }
 
@@ -277,7 +297,12 @@ impl<const N: usize> KeyedRateLimiter<N> {
                 .or_else(|| self.candidates(key).find(|e| self.try_reserve_idle(e, now)))?;
             entry.key_lo.store(key as u32, Ordering::Release);
             entry.key_hi.store((key >> 32) as u32, Ordering::Release);
-            entry.tat.store(self.gcra.full(now), Ordering::Release);
+            // The entry is ours alone (reserved, unpinned): era and TAT set outright, era
+            // first, to a bucket full at `now`.
+            entry.era.set(era_count(now), TICK_BITS);
+            entry
+                .tat
+                .store(self.gcra.full(self.gcra.now(now)), Ordering::Release);
             // Live, with our own pin.
             entry.tag.store(LIVE | 1, Ordering::Release);
             Some(entry)
@@ -288,8 +313,12 @@ impl<const N: usize> KeyedRateLimiter<N> {
 
     /// Reserves a live, unpinned entry whose bucket is full at `now`. Writer flag held.
     fn try_reserve_idle(&self, e: &Entry, now: Instant) -> bool {
-        let tick = self.gcra.tick(now);
-        if !self.gcra.is_full(e.tat.load(Ordering::Acquire), tick) {
+        let at = self.gcra.now(now);
+        let full = || {
+            let low = e.tat.load(Ordering::Acquire) & TICK_MASK;
+            self.gcra.is_full(low, e.era.read(), at)
+        };
+        if !full() {
             return false;
         }
         if e.tag
@@ -300,7 +329,7 @@ impl<const N: usize> KeyedRateLimiter<N> {
         }
         // A reader may have pinned, spent and unpinned between the check and the swap; with
         // the entry reserved nobody can pin it any more, so this second look is final.
-        if self.gcra.is_full(e.tat.load(Ordering::Acquire), tick) {
+        if full() {
             true
         } else {
             e.tag.store(LIVE, Ordering::Release);
@@ -314,23 +343,35 @@ impl<const N: usize> KeyedRateLimiter<N> {
             .is_ok()
     }
 
-    fn acquire_on(&self, word: &AtomicU32, now: Instant, n: u32) -> Result<(), AcquireError> {
+    fn acquire_on(
+        &self,
+        word: &AtomicU32,
+        era: &Era,
+        now: Instant,
+        n: u32,
+    ) -> Result<(), AcquireError> {
         let g = &self.gcra;
-        let tick = g.tick(now);
+        let at = g.now(now);
         let mut tat = word.load(Ordering::Acquire);
+        let mut seen = era.read();
         loop {
-            match g.decide(tat & TICK_MASK, tick, n) {
+            match g.decide(tat & TICK_MASK, seen, at, n) {
                 Decision::Admit(next) => {
+                    // Era first, as for `RateLimiter` (see `time::era`).
+                    era.cover(seen, era_count(now), TICK_BITS);
                     match word.compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Acquire)
                     {
                         Ok(_) => return Ok(()),
-                        Err(actual) => tat = actual,
+                        Err(actual) => {
+                            tat = actual;
+                            seen = era.read();
+                        }
                     }
                 }
-                Decision::Wait(ticks) => {
+                Decision::Wait(tick) => {
                     return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.after(now, ticks),
+                        g.scale().instant_at(tick),
                     )));
                 }
             }

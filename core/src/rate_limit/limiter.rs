@@ -2,7 +2,7 @@ use core::fmt;
 use core::time::Duration;
 
 use super::AcquireError;
-use super::gcra::{Decision, Gcra, TICK_MASK};
+use super::gcra::{Decision, Gcra, TICK_BITS, TICK_MASK, era_count};
 use super::rate::{RateLimitConfig, RateLimitConfigError};
 use crate::observe::Observer;
 use crate::permit::{Env, Permit, Policy};
@@ -10,7 +10,7 @@ use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::time::Instant;
-use crate::time::ticks::TickScale;
+use crate::time::era::{Era, EraSeen};
 use crate::verdict::Verdict;
 
 const SLOT_BIT: u32 = 1 << 31;
@@ -21,41 +21,46 @@ struct Slot {
     shift: AtomicU32,
     emission: AtomicU32,
     burst: AtomicU32,
-    early: AtomicU32,
+    span: AtomicU32,
+    limit: AtomicU32,
 }
 
 impl Slot {
     crate::sync::const_fn_unless_loom! {
         fn new(g: Gcra) -> Self {
             Slot {
-                shift: AtomicU32::new(g.scale.shift() as u32),
+                shift: AtomicU32::new(g.shift as u32),
                 emission: AtomicU32::new(g.emission),
                 burst: AtomicU32::new(g.burst),
-                early: AtomicU32::new(g.early),
+                span: AtomicU32::new(g.span),
+                limit: AtomicU32::new(g.limit),
             }
         }
     }
 
     fn load(&self) -> Gcra {
         Gcra {
-            scale: TickScale::from_shift(self.shift.load(Ordering::Acquire) as u8),
+            shift: self.shift.load(Ordering::Acquire) as u8,
             emission: self.emission.load(Ordering::Acquire),
             burst: self.burst.load(Ordering::Acquire),
-            early: self.early.load(Ordering::Acquire),
+            span: self.span.load(Ordering::Acquire),
+            limit: self.limit.load(Ordering::Acquire),
         }
     }
 
     fn store(&self, g: Gcra) {
-        self.shift.store(g.scale.shift() as u32, Ordering::Release);
+        self.shift.store(g.shift as u32, Ordering::Release);
         self.emission.store(g.emission, Ordering::Release);
         self.burst.store(g.burst, Ordering::Release);
-        self.early.store(g.early, Ordering::Release);
+        self.span.store(g.span, Ordering::Release);
+        self.limit.store(g.limit, Ordering::Release);
     }
 }
 
 /// A token bucket: GCRA over one 32-bit atomic word. See the [module docs](super).
 ///
-/// `Sync` and lock-free; `try_acquire` is one load and one compare-and-swap when uncontended.
+/// `Sync` and lock-free; `try_acquire` is two loads (the word, then its era) and one
+/// compare-and-swap when uncontended.
 ///
 /// ```
 /// use core::time::Duration;
@@ -77,6 +82,9 @@ impl Slot {
 pub struct RateLimiter {
     /// Bit 31: which slot is in force. Bits 0–30: the TAT in that slot's ticks.
     state: AtomicU32,
+    /// The era of the TAT (see `time::era`), in units of 2^32 ns for both slots: raised
+    /// before every compare-and-swap that publishes a TAT, read after every load of it.
+    era: Era,
     slots: [Slot; 2],
     reconfiguring: AtomicBool,
 }
@@ -102,6 +110,7 @@ impl RateLimiter {
             };
             Ok(RateLimiter {
                 state: AtomicU32::new(0),
+                era: Era::new(),
                 slots: [Slot::new(g), Slot::new(g)],
                 reconfiguring: AtomicBool::new(false),
             })
@@ -113,22 +122,28 @@ impl RateLimiter {
         &self.reconfiguring
     }
 
-    fn current(&self) -> (u32, Gcra) {
+    /// The state word, then its era (in that order: see `time::era`), and the slot in force.
+    fn current(&self) -> (u32, EraSeen, Gcra) {
         let word = self.state.load(Ordering::Acquire);
-        (word, self.slots[(word >> 31) as usize].load())
+        let seen = self.era.read();
+        (word, seen, self.slots[(word >> 31) as usize].load())
     }
 
     /// Takes one cell at `now`, or refuses with [`RejectReason::RateLimited`] and the instant
     /// at which a single cell would be admitted (if nobody else takes it first).
     pub fn try_acquire(&self, now: Instant) -> Result<(), Rejection> {
-        match self.try_acquire_n(now, 1) {
-            Ok(()) => Ok(()),
-            Err(AcquireError::Limited(r)) => Err(r),
-            // burst ≥ 1 is a validated invariant, so one cell always fits.
-            Err(AcquireError::ExceedsBurst { .. }) => {
-                Err(Rejection::new(RejectReason::RateLimited))
-            }
+        match self.acquire(now, 1, true) {
+            Some(result) => one_cell(result),
+            // A tail call with the same signature: the hot path keeps no frame for it.
+            None => self.try_acquire_in_another_era(now),
         }
+    }
+
+    /// [`try_acquire`](Self::try_acquire) when the era read is not `now`'s.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_in_another_era(&self, now: Instant) -> Result<(), Rejection> {
+        one_cell(self.acquire(now, 1, false).unwrap_or(Ok(())))
     }
 
     /// Takes `n` cells at once, or none. `n = 0` always succeeds and changes nothing.
@@ -139,17 +154,47 @@ impl RateLimiter {
         if n == 0 {
             return Ok(());
         }
-        let (mut word, mut g) = self.current();
+        match self.acquire(now, n, true) {
+            Some(result) => result,
+            None => self.try_acquire_n_in_another_era(now, n),
+        }
+    }
+
+    /// [`try_acquire_n`](Self::try_acquire_n) when the era read is not `now`'s.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_n_in_another_era(&self, now: Instant, n: u32) -> Result<(), AcquireError> {
+        self.acquire(now, n, false).unwrap_or(Ok(()))
+    }
+
+    /// The compare-and-swap loop (n ≥ 1).
+    ///
+    /// `hot`: the stored TAT is read in `now`'s own era, by its 31-bit difference alone (see
+    /// `gcra`), and the era needs no raising; the first time the era read differs from `now`'s
+    /// (once per era, or after an idle gap) this answers `None`, and the caller goes on in its
+    /// out-of-line copy (`hot = false`, never `None`), which widens the TAT and raises the era.
+    #[inline(always)]
+    fn acquire(&self, now: Instant, n: u32, hot: bool) -> Option<Result<(), AcquireError>> {
+        let era = era_count(now);
+        let (mut word, mut seen, mut g) = self.current();
         loop {
+            if hot && !seen.is_era_of(era, TICK_BITS) {
+                return None;
+            }
             if n > g.burst {
-                return Err(AcquireError::ExceedsBurst {
+                return Some(Err(AcquireError::ExceedsBurst {
                     requested: n,
                     burst: g.burst,
-                });
+                }));
             }
-            match g.decide(word & TICK_MASK, g.tick(now), n) {
+            match g.decide(word & TICK_MASK, seen, g.now(now), n) {
                 Decision::Admit(tat) => {
                     let next = (word & SLOT_BIT) | tat;
+                    // Era first: every reader of the new TAT widens it from an era that
+                    // covers this `now` (in the hot copy it already does).
+                    if !hot {
+                        self.era.cover(seen, era, TICK_BITS);
+                    }
                     // AcqRel: an admission is ordered after the one whose TAT it extends.
                     match self.state.compare_exchange_weak(
                         word,
@@ -157,20 +202,21 @@ impl RateLimiter {
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
-                        Ok(_) => return Ok(()),
+                        Ok(_) => return Some(Ok(())),
                         Err(actual) => {
                             // Reload the slot even when the bit is unchanged: two
                             // reconfigurations flip it back onto a rewritten slot.
-                            g = self.slots[(actual >> 31) as usize].load();
                             word = actual;
+                            seen = self.era.read();
+                            g = self.slots[(actual >> 31) as usize].load();
                         }
                     }
                 }
-                Decision::Wait(ticks) => {
-                    return Err(AcquireError::Limited(Rejection::until(
+                Decision::Wait(tick) => {
+                    return Some(Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.after(now, ticks),
-                    )));
+                        g.scale().instant_at(tick),
+                    ))));
                 }
             }
         }
@@ -178,19 +224,19 @@ impl RateLimiter {
 
     /// Whole cells available at `now` (a snapshot).
     pub fn available(&self, now: Instant) -> u32 {
-        let (word, g) = self.current();
-        g.available(word & TICK_MASK, g.tick(now))
+        let (word, seen, g) = self.current();
+        g.available(word & TICK_MASK, seen, g.now(now))
     }
 
     /// The burst in force.
     pub fn burst(&self) -> u32 {
-        self.current().1.burst
+        self.current().2.burst
     }
 
     /// The emission interval in force, as stored: the configured `period / count` rounded up
-    /// to whole ticks plus one tick (within 0.1%, always longer).
+    /// to whole ticks of at least 8 ns (within 0.1%, never shorter).
     pub fn emission_interval(&self) -> Duration {
-        self.current().1.emission_interval()
+        self.current().2.emission_interval()
     }
 
     /// Changes the rate and burst at `now`, keeping what the bucket holds.
@@ -231,14 +277,17 @@ impl RateLimiter {
             return Err(ReconfigureError::Busy);
         }
         let mut word = self.state.load(Ordering::Acquire);
+        let mut seen = self.era.read();
         let active = word >> 31;
         let old = self.slots[active as usize].load();
         // The inactive slot is read only by admissions holding a stale word; their
         // compare-and-swap fails because the slot bit no longer matches.
         self.slots[(active ^ 1) as usize].store(next);
         loop {
-            let tat = old.carry_over(word & TICK_MASK, now, &next);
+            let tat = old.carry_over(word & TICK_MASK, seen, now, &next);
             let moved = ((active ^ 1) << 31) | tat;
+            // The era counts nanoseconds, not either slot's ticks: the same cover serves both.
+            self.era.cover(seen, era_count(now), TICK_BITS);
             match self
                 .state
                 .compare_exchange_weak(word, moved, Ordering::AcqRel, Ordering::Acquire)
@@ -246,7 +295,10 @@ impl RateLimiter {
                 Ok(_) => break,
                 // Only the holder of `reconfiguring` flips the slot bit, so `actual` is
                 // still in the old slot.
-                Err(actual) => word = actual,
+                Err(actual) => {
+                    word = actual;
+                    seen = self.era.read();
+                }
             }
         }
         self.reconfiguring.store(false, Ordering::Release);
@@ -276,6 +328,17 @@ impl fmt::Display for ReconfigureError {
 }
 
 impl core::error::Error for ReconfigureError {}
+
+/// A one-cell acquisition's result as a rejection.
+#[inline(always)]
+fn one_cell(result: Result<(), AcquireError>) -> Result<(), Rejection> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(AcquireError::Limited(r)) => Err(r),
+        // burst ≥ 1 is a validated invariant, so one cell always fits.
+        Err(AcquireError::ExceedsBurst { .. }) => Err(Rejection::new(RejectReason::RateLimited)),
+    }
+}
 
 impl Policy for RateLimiter {
     type Permit<'a> = RateLimitPermit;

@@ -128,11 +128,16 @@ pub enum RateLimitConfigError {
     ZeroPeriod,
     /// The burst is zero.
     ZeroBurst,
-    /// An interval that the 32-bit state cannot hold to within 0.1% at this burst: more than
-    /// half a million cells a second, or a burst too large for a fine interval.
+    /// An interval that the 32-bit state cannot hold to within 0.1% at this burst (1% on its
+    /// finest ticks, 8 ns, which serve intervals below 16 µs): an interval below about 1.6 µs
+    /// (above about 600,000 cells a second; exactly 1 µs, a million a second, is held), or a
+    /// burst too large for a fine interval.
     RateBeyondResolution,
     /// The burst is 2^30 cells or more: the 31-bit state word cannot measure it.
     BurstTooLarge,
+    /// A [`KeyedRateLimiter`](super::KeyedRateLimiter) with capacity 0: every key would share
+    /// the one overflow bucket, which is a plain [`RateLimiter`](super::RateLimiter).
+    ZeroCapacity,
 }
 
 impl fmt::Display for RateLimitConfigError {
@@ -149,10 +154,15 @@ impl fmt::Display for RateLimitConfigError {
             }
             RateLimitConfigError::RateBeyondResolution => {
                 "the emission interval (period / count) cannot be stored to within 0.1% at this \
-                 burst: use a rate of at most half a million cells a second, or a smaller burst"
+                 burst (1% on the finest ticks, 8 ns): use a rate of at most a million cells a \
+                 second, or a smaller burst"
             }
             RateLimitConfigError::BurstTooLarge => {
                 "the burst must be below 2^30 cells (the state is one 32-bit word)"
+            }
+            RateLimitConfigError::ZeroCapacity => {
+                "a keyed rate limiter with capacity 0 would make every key share one bucket: \
+                 give it at least one entry, or use a plain RateLimiter for one shared bucket"
             }
         })
     }

@@ -110,9 +110,10 @@ fn a_year_later_and_instant_max() {
     l.try_acquire_n(Instant::MAX, 3).unwrap();
     let r = l.try_acquire(Instant::MAX).unwrap_err();
     assert_eq!(r.retry_at(), Some(Instant::MAX), "saturates");
-    // From MAX back to ZERO is 2^64 ns, an exact multiple of the 2^31-tick circle: the
-    // documented aliasing. It may refuse for at most a span; it must not panic.
-    let _ = l.try_acquire(Instant::ZERO);
+    // From MAX back to ZERO is 2^64 ns, an exact multiple of the 2^31-tick circle: the era
+    // tells them apart, and a step back that far reads as a long idle.
+    assert_eq!(l.available(Instant::ZERO), 3);
+    l.try_acquire(Instant::ZERO).unwrap();
 }
 
 #[test]
@@ -257,12 +258,19 @@ fn idle_keys_are_evicted_explicitly_and_lazily() {
 }
 
 #[test]
-fn a_zero_capacity_table_is_all_overflow() {
-    let t: KeyedRateLimiter<0> = table(1);
-    t.try_acquire(1, at(0)).unwrap();
-    assert!(t.try_acquire(2, at(0)).is_err());
-    assert_eq!(t.capacity(), 0);
-    assert_eq!(t.evict_idle(at(9)), 0);
+fn a_zero_capacity_table_is_refused() {
+    let config = RateLimitConfig::new(Rate::one_every(T));
+    let err = KeyedRateLimiter::<0>::new(config).unwrap_err();
+    assert_eq!(err, RateLimitConfigError::ZeroCapacity);
+    // (The Display text is checked in `KeyedRateLimiter::new`'s doc test.)
+    // The smallest table is one entry (plus the overflow bucket), and it works.
+    let one: KeyedRateLimiter<1> = table(1);
+    one.try_acquire(1, at(0)).unwrap();
+    assert!(one.try_acquire(1, at(0)).is_err());
+    one.try_acquire(2, at(0)).unwrap(); // overflow
+    assert!(one.try_acquire(3, at(0)).is_err(), "overflow spent");
+    assert_eq!(one.capacity(), 1);
+    assert_eq!(one.evict_idle(at(9)), 1);
 }
 
 #[test]
