@@ -421,6 +421,12 @@ impl<C: Clock> FleetRateLimiter<C> {
                     at,
                 )))
             }
+            // The connection manager's own response timeout is the backend timeout too.
+            Ok(Err(e)) if e.is_timeout() => {
+                bump(&self.counters.backend_timeouts);
+                self.emit(FleetEvent::BackendTimeout(self.timeout));
+                self.fail(key, cells)
+            }
             Ok(Err(e)) => {
                 bump(&self.counters.backend_errors);
                 self.emit(FleetEvent::BackendError(&e));
