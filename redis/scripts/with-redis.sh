@@ -45,6 +45,12 @@ for _ in $(seq 1 100); do
   fi
   sleep 0.1
 done
+# Answered, and by ours: a server left on the port by someone else would answer too.
+if ! kill -0 "$pid" 2>/dev/null; then
+  echo "with-redis: redis-server exited (port $port taken?); its log:" >&2
+  cat "$dir/redis.log" >&2 || true
+  exit 1
+fi
 if ! redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null | grep -q PONG; then
   echo "with-redis: redis-server did not answer on 127.0.0.1:$port" >&2
   exit 1
