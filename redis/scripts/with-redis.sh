@@ -46,7 +46,8 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 # Answered, and by ours: a server left on the port by someone else would answer too.
-if ! kill -0 "$pid" 2>/dev/null; then
+answering="$(redis-cli -h 127.0.0.1 -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')"
+if ! kill -0 "$pid" 2>/dev/null || [ "$answering" != "$pid" ]; then
   echo "with-redis: redis-server exited (port $port taken?); its log:" >&2
   cat "$dir/redis.log" >&2 || true
   exit 1
