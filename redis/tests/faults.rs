@@ -5,13 +5,14 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::OwnRedis;
 use resilix::RejectReason;
 use resilix::rate_limit::{AcquireError, Rate, RateLimitConfig};
 use resilix_redis::script::{GcraParams, GcraScript, ServerClock};
-use resilix_redis::{Admitted, FleetConfig, FleetRateLimiter, OnBackendError};
+use resilix_redis::{Admitted, FleetConfig, FleetEvent, FleetRateLimiter, OnBackendError};
 use tokio::time::Instant;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
@@ -63,12 +64,22 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
         return;
     }
     let mut server = OwnRedis::start("killed_open");
+    let events = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = events.clone();
     let l = limiter(
         &server.url(),
         "killed_open",
         OnBackendError::Allow,
         RateLimitConfig::new(Rate::per_second(1_000)),
-    );
+    )
+    .with_observer(move |e| {
+        let kind = match e {
+            FleetEvent::BackendError(_) => "error",
+            FleetEvent::BackendTimeout(_) => "timeout",
+            FleetEvent::ScriptLoaded => "loaded",
+        };
+        seen.lock().unwrap().push(kind.to_owned());
+    });
     for _ in 0..20 {
         assert!(matches!(timed(&l).await, Ok(Admitted::Fleet { .. })));
     }
@@ -97,6 +108,11 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     );
     assert_eq!(s.failed_open, 21 + u64::from(attempts) - 1, "{s:?}");
     eprintln!("recovered after {attempts} calls, {took:?}");
+    let events = events.lock().unwrap();
+    let count = |k: &str| events.iter().filter(|e| *e == k).count() as u64;
+    assert_eq!(count("loaded"), s.script_loads, "one event per count");
+    assert_eq!(count("error"), s.backend_errors);
+    assert_eq!(count("timeout"), s.backend_timeouts);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
