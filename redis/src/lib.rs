@@ -72,9 +72,11 @@
 
 #![warn(missing_docs)]
 
+mod lease;
 mod limiter;
 pub mod script;
 
+pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
 pub use limiter::{
     Admitted, ConnectError, FleetConfig, FleetEvent, FleetRateLimiter, FleetStats, OnBackendError,
 };

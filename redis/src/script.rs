@@ -45,6 +45,11 @@ pub enum FleetConfigError {
     ZeroTimeout,
     /// A local fallback share of zero nodes.
     ZeroNodes,
+    /// A lease of zero cells, or of more than the burst (the fleet bucket could never grant
+    /// it).
+    LeaseCells,
+    /// A lease period of zero: leased cells would expire before they could be spent.
+    ZeroLeasePeriod,
 }
 
 impl fmt::Display for FleetConfigError {
@@ -65,6 +70,12 @@ impl fmt::Display for FleetConfigError {
             }
             FleetConfigError::ZeroNodes => {
                 f.write_str("a local fallback needs the number of nodes sharing the quota (≥ 1)")
+            }
+            FleetConfigError::LeaseCells => f.write_str(
+                "a lease takes between 1 cell and the burst: the fleet bucket never holds more",
+            ),
+            FleetConfigError::ZeroLeasePeriod => {
+                f.write_str("the lease period is zero: leased cells would expire unspent")
             }
         }
     }

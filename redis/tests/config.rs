@@ -129,3 +129,45 @@ fn defaults_cite_their_sources() {
     );
     assert_eq!(c.prefix, "resilix:");
 }
+
+#[tokio::test]
+async fn refused_leases() {
+    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    use resilix_redis::{LeaseConfig, LeasedRateLimiter};
+    let conn = || {
+        ConnectionManager::new_lazy_with_config(
+            redis::Client::open(NOWHERE).unwrap(),
+            ConnectionManagerConfig::new(),
+        )
+        .unwrap()
+    };
+    let config = FleetConfig::new("a", RateLimitConfig::new(Rate::per_second(10)));
+    let spawn = |lease| {
+        LeasedRateLimiter::spawn(
+            conn(),
+            config.clone(),
+            lease,
+            resilix_tokio::TokioClock::new(),
+        )
+        .err()
+    };
+    let second = Duration::from_secs(1);
+    assert_eq!(
+        spawn(LeaseConfig::new(0, second)),
+        Some(FleetConfigError::LeaseCells)
+    );
+    assert_eq!(
+        spawn(LeaseConfig::new(11, second)),
+        Some(FleetConfigError::LeaseCells),
+        "more than the burst of 10"
+    );
+    assert_eq!(
+        spawn(LeaseConfig::new(5, Duration::ZERO)),
+        Some(FleetConfigError::ZeroLeasePeriod)
+    );
+    assert_eq!(spawn(LeaseConfig::new(10, second)), None);
+    assert_ne!(
+        FleetConfigError::LeaseCells.to_string(),
+        FleetConfigError::ZeroLeasePeriod.to_string()
+    );
+}
