@@ -48,6 +48,17 @@
 //!   of the quota decided locally. The connection manager reconnects in the background, so
 //!   decisions return to Redis when it does, without a restart.
 //!
+//! # Lease mode (static stability)
+//!
+//! [`LeasedRateLimiter`] takes the round trip off the call path: a background task reserves
+//! [`LeaseConfig::cells`] at a time from the same fleet bucket (one script call of n cells)
+//! and each call spends one leased cell locally. A lease is spendable for
+//! [`LeaseConfig::period`] from when its renewal was *sent*, so every admitted call spends a
+//! cell the fleet bucket admitted at most `period` earlier: over any window W the fleet admits
+//! at most `burst + (W + period) / T`, and through a Redis outage each node keeps admitting
+//! from what it holds for up to `period`. Unspent cells expire (counted): the price of
+//! leasing is admitting less, never more.
+//!
 //! # Example
 //!
 //! ```no_run
