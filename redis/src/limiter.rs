@@ -359,7 +359,8 @@ impl<C: Clock> FleetRateLimiter<C> {
     }
 
     /// `cells` at once from the global bucket (`None`) or `key`'s, or none. Zero cells always
-    /// succeeds without a round trip; more than the burst is [`AcquireError::ExceedsBurst`].
+    /// succeeds without a round trip (its `remaining` is then the burst, not a reading of the
+    /// bucket); more than the burst is [`AcquireError::ExceedsBurst`].
     pub async fn acquire_n(&self, key: Option<&str>, cells: u32) -> Result<Admitted, AcquireError> {
         if cells == 0 {
             return Ok(Admitted::Fleet {
