@@ -81,7 +81,8 @@ struct Shared<C> {
 /// one leased cell, with no round trip. Every admitted call spends a cell the fleet bucket
 /// admitted, within `period` after the renewal that reserved it was sent, so over any window
 /// of length W the fleet admits at most **burst + (W + period) / T** cells (the lease length
-/// is the price of static stability); cells that expire unspent are lost (counted).
+/// is the price of static stability; the nodes' clocks are assumed to run at Redis's rate,
+/// their offsets do not matter); cells that expire unspent are lost (counted).
 /// Through a Redis outage a node keeps admitting from its leases for up to `period`.
 pub struct LeasedRateLimiter<C> {
     shared: Arc<Shared<C>>,
@@ -210,8 +211,10 @@ async fn renew<C: Clock>(
     let script = GcraScript::new();
     // Ours: how long to wait after a failed renewal before the next, and how often to look
     // at the pool when nobody wakes the task (leases also expire with no traffic).
-    let retry = Duration::from_millis(50).min(s.lease.period / 4);
-    let idle = s.lease.period / 4;
+    // Floors of 1 ms keep a tiny period from spinning the task.
+    let floor = Duration::from_millis(1);
+    let retry = Duration::from_millis(50).min(s.lease.period / 4).max(floor);
+    let idle = (s.lease.period / 4).max(floor);
     loop {
         let left: u64 = {
             let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
