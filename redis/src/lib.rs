@@ -83,10 +83,12 @@
 
 #![warn(missing_docs)]
 
+mod budget;
 mod lease;
 mod limiter;
 pub mod script;
 
+pub use budget::{FleetRetryBudget, RetryBudgetConfig, RetryBudgetStats};
 pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
 pub use limiter::{
     Admitted, ConnectError, FleetConfig, FleetEvent, FleetRateLimiter, FleetStats, OnBackendError,

@@ -50,6 +50,8 @@ pub enum FleetConfigError {
     LeaseCells,
     /// A lease period of zero: leased cells would expire before they could be spent.
     ZeroLeasePeriod,
+    /// A retry budget with a zero share, local pool or settling interval.
+    BudgetConfig,
 }
 
 impl fmt::Display for FleetConfigError {
@@ -77,6 +79,10 @@ impl fmt::Display for FleetConfigError {
             FleetConfigError::ZeroLeasePeriod => {
                 f.write_str("the lease period is zero: leased cells would expire unspent")
             }
+            FleetConfigError::BudgetConfig => f.write_str(
+                "a retry budget needs a share above zero, a local pool of at least one retry and \
+                 a settling interval above zero",
+            ),
         }
     }
 }

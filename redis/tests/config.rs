@@ -171,3 +171,51 @@ async fn refused_leases() {
         FleetConfigError::ZeroLeasePeriod.to_string()
     );
 }
+
+#[tokio::test]
+async fn refused_budgets() {
+    use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+    use resilix_redis::{FleetRetryBudget, RetryBudgetConfig};
+    let spawn = |c: RetryBudgetConfig| {
+        let conn = ConnectionManager::new_lazy_with_config(
+            redis::Client::open(NOWHERE).unwrap(),
+            ConnectionManagerConfig::new(),
+        )
+        .unwrap();
+        FleetRetryBudget::spawn(conn, c).err()
+    };
+    let ok = RetryBudgetConfig::new("b");
+    assert_eq!(ok.per_mille, 200, "20%: Envoy, failsafe-go, Finagle");
+    assert_eq!(ok.ttl, Duration::from_secs(10), "Finagle's budget TTL");
+    assert_eq!(spawn(ok.clone()), None);
+    for bad in [
+        RetryBudgetConfig {
+            per_mille: 0,
+            ..ok.clone()
+        },
+        RetryBudgetConfig {
+            local: 0,
+            ..ok.clone()
+        },
+        RetryBudgetConfig {
+            flush_every: Duration::ZERO,
+            ..ok.clone()
+        },
+    ] {
+        assert_eq!(spawn(bad), Some(FleetConfigError::BudgetConfig));
+    }
+    assert_eq!(
+        spawn(RetryBudgetConfig {
+            name: "{x".into(),
+            ..ok.clone()
+        }),
+        Some(FleetConfigError::BraceInName)
+    );
+    assert_eq!(
+        spawn(RetryBudgetConfig {
+            backend_timeout: Duration::ZERO,
+            ..ok
+        }),
+        Some(FleetConfigError::ZeroTimeout)
+    );
+}
