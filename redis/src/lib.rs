@@ -59,6 +59,15 @@
 //! from what it holds for up to `period`. Unspent cells expire (counted): the price of
 //! leasing is admitting less, never more.
 //!
+//! # Fleet-wide retry budget
+//!
+//! [`FleetRetryBudget`] bounds retries across the fleet by a share of first attempts across
+//! the fleet (default 20%). Tokens are conserved and batched: a first attempt deposits into
+//! this node's pool, a retry spends from it, and a background task settles with one Redis key
+//! every `flush_every`, sending the excess to the fleet and withdrawing when low. Calls never
+//! wait on Redis; a token is only ever in one place and failures drop tokens rather than
+//! resend them, so fleet retries ≤ share × fleet first attempts exactly.
+//!
 //! # Example
 //!
 //! ```no_run
