@@ -1,0 +1,258 @@
+//! Lease mode: reserve cells from the fleet bucket in advance, spend them locally, no round
+//! trip per call; traffic keeps flowing through a Redis outage for the lease's length.
+
+use core::time::Duration;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use redis::aio::ConnectionManager;
+use resilix::rejection::{RejectReason, Rejection};
+use resilix::time::{Clock, Instant};
+
+use crate::FleetConfig;
+use crate::script::{FleetConfigError, GcraParams, GcraScript, ServerClock};
+
+/// How a node leases cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseConfig {
+    /// Cells reserved from the fleet bucket per renewal (1 ≤ cells ≤ the burst).
+    pub cells: u32,
+    /// How long reserved cells stay spendable, counted from when the renewal was *sent*
+    /// (before Redis decided it), so a lease never outlives its fleet-side reservation.
+    pub period: Duration,
+    /// Renew when fewer than this many leased cells are left.
+    pub low_water: u32,
+}
+
+impl LeaseConfig {
+    /// `cells` per renewal, spendable for `period`, renewed below half.
+    pub const fn new(cells: u32, period: Duration) -> LeaseConfig {
+        LeaseConfig {
+            cells,
+            period,
+            low_water: cells.div_ceil(2),
+        }
+    }
+}
+
+/// Counters of a leased limiter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LeaseStats {
+    /// Calls admitted from a lease.
+    pub admitted: u64,
+    /// Calls refused: no leased cell left.
+    pub refused: u64,
+    /// Renewals Redis granted.
+    pub renewals: u64,
+    /// Renewals the fleet bucket refused (not enough cells yet).
+    pub renewals_refused: u64,
+    /// Renewals that failed (error or timeout).
+    pub renewal_failures: u64,
+    /// Leased cells that expired unspent.
+    pub expired_cells: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    admitted: AtomicU64,
+    refused: AtomicU64,
+    renewals: AtomicU64,
+    renewals_refused: AtomicU64,
+    renewal_failures: AtomicU64,
+    expired_cells: AtomicU64,
+}
+
+/// Leased cells: (spendable until, cells left), oldest first.
+type Pool = VecDeque<(Instant, u32)>;
+
+struct Shared<C> {
+    pool: Mutex<Pool>,
+    clock: C,
+    counters: Counters,
+    wake: tokio::sync::Notify,
+    lease: LeaseConfig,
+}
+
+/// A node's share of a fleet quota, decided locally from cells leased in advance.
+///
+/// A background task reserves [`LeaseConfig::cells`] at a time from the same fleet bucket
+/// (one script call of n cells) whenever fewer than the low water are left; each call spends
+/// one leased cell, with no round trip. Every admitted call spends a cell the fleet bucket
+/// admitted, within `period` after the renewal that reserved it was sent, so over any window
+/// of length W the fleet admits at most **burst + (W + period) / T** cells (the lease length
+/// is the price of static stability; the nodes' clocks are assumed to run at Redis's rate,
+/// their offsets do not matter); cells that expire unspent are lost (counted).
+/// Through a Redis outage a node keeps admitting from its leases for up to `period`.
+pub struct LeasedRateLimiter<C> {
+    shared: Arc<Shared<C>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl<C> Drop for LeasedRateLimiter<C> {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
+    /// Starts leasing from `config`'s bucket on `conn` (spawns the renewing task on the
+    /// current tokio runtime). `config.backend_timeout` bounds each renewal.
+    pub fn spawn(
+        conn: ConnectionManager,
+        config: FleetConfig,
+        lease: LeaseConfig,
+        clock: C,
+    ) -> Result<Self, FleetConfigError> {
+        let params = GcraParams::new(&config.limit)?;
+        if lease.cells == 0 || lease.cells > params.burst() {
+            return Err(FleetConfigError::LeaseCells);
+        }
+        if lease.period.is_zero() {
+            return Err(FleetConfigError::ZeroLeasePeriod);
+        }
+        if config.backend_timeout.is_zero() {
+            return Err(FleetConfigError::ZeroTimeout);
+        }
+        if config.name.contains(['{', '}']) || config.prefix.contains(['{', '}']) {
+            return Err(FleetConfigError::BraceInName);
+        }
+        let key = format!("{}{{{}}}", config.prefix, config.name);
+        let shared = Arc::new(Shared {
+            pool: Mutex::new(VecDeque::new()),
+            clock,
+            counters: Counters::default(),
+            wake: tokio::sync::Notify::new(),
+            lease,
+        });
+        let task = tokio::spawn(renew(
+            shared.clone(),
+            conn,
+            key,
+            params,
+            config.backend_timeout,
+        ));
+        Ok(LeasedRateLimiter { shared, task })
+    }
+
+    /// One call: spends a leased cell, or refuses (`rate-limited`, no retry instant: the next
+    /// renewal's time is not known).
+    pub fn try_acquire(&self) -> Result<(), Rejection> {
+        let s = &self.shared;
+        let now = s.clock.now();
+        let (taken, left) = {
+            let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
+            expire(&mut pool, now, &s.counters);
+            let taken = match pool.front_mut() {
+                Some((_, n)) => {
+                    *n -= 1;
+                    if *n == 0 {
+                        pool.pop_front();
+                    }
+                    true
+                }
+                None => false,
+            };
+            (taken, pool.iter().map(|(_, n)| u64::from(*n)).sum::<u64>())
+        };
+        if left < u64::from(s.lease.low_water) {
+            s.wake.notify_one();
+        }
+        if taken {
+            s.counters.admitted.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        } else {
+            s.counters.refused.fetch_add(1, Ordering::Relaxed);
+            Err(Rejection::new(RejectReason::RateLimited))
+        }
+    }
+
+    /// Leased cells spendable at this instant.
+    pub fn leased(&self) -> u64 {
+        let s = &self.shared;
+        let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
+        expire(&mut pool, s.clock.now(), &s.counters);
+        pool.iter().map(|(_, n)| u64::from(*n)).sum()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> LeaseStats {
+        let c = &self.shared.counters;
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LeaseStats {
+            admitted: r(&c.admitted),
+            refused: r(&c.refused),
+            renewals: r(&c.renewals),
+            renewals_refused: r(&c.renewals_refused),
+            renewal_failures: r(&c.renewal_failures),
+            expired_cells: r(&c.expired_cells),
+        }
+    }
+}
+
+fn expire(pool: &mut Pool, now: Instant, c: &Counters) {
+    while let Some(&(until, n)) = pool.front() {
+        if until > now {
+            break;
+        }
+        c.expired_cells.fetch_add(u64::from(n), Ordering::Relaxed);
+        pool.pop_front();
+    }
+}
+
+/// The renewing task: keeps at least the low water leased while Redis grants it.
+async fn renew<C: Clock>(
+    s: Arc<Shared<C>>,
+    mut conn: ConnectionManager,
+    key: String,
+    params: GcraParams,
+    timeout: Duration,
+) {
+    let script = GcraScript::new();
+    // Ours: how long to wait after a failed renewal before the next, and how often to look
+    // at the pool when nobody wakes the task (leases also expire with no traffic).
+    // Floors of 1 ms keep a tiny period from spinning the task.
+    let floor = Duration::from_millis(1);
+    let retry = Duration::from_millis(50).min(s.lease.period / 4).max(floor);
+    let idle = (s.lease.period / 4).max(floor);
+    loop {
+        let left: u64 = {
+            let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
+            expire(&mut pool, s.clock.now(), &s.counters);
+            pool.iter().map(|(_, n)| u64::from(*n)).sum()
+        };
+        if left >= u64::from(s.lease.low_water) {
+            let _ = tokio::time::timeout(idle, s.wake.notified()).await;
+            continue;
+        }
+        // The lease runs from before the request is sent: the fleet's decision comes later.
+        let sent = s.clock.now();
+        let mut loaded = false;
+        let call = script.eval(
+            &mut conn,
+            &key,
+            &params,
+            s.lease.cells,
+            ServerClock::Redis,
+            &mut loaded,
+        );
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(reply)) if reply.admitted => {
+                s.counters.renewals.fetch_add(1, Ordering::Relaxed);
+                let until = sent.saturating_add(s.lease.period);
+                s.pool
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_back((until, s.lease.cells));
+            }
+            Ok(Ok(reply)) => {
+                s.counters.renewals_refused.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(reply.wait.min(s.lease.period)).await;
+            }
+            _ => {
+                s.counters.renewal_failures.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(retry).await;
+            }
+        }
+    }
+}

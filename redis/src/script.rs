@@ -1,0 +1,278 @@
+//! The GCRA decision as a Lua script, and one call of it.
+//!
+//! [`SOURCE`] is the whole decision: read the bucket's TAT, decide, write the new TAT with a
+//! TTL, all in one atomic script on Redis's clock. [`GcraParams`] turns a
+//! [`RateLimitConfig`] into the script's integer arguments, and [`GcraScript::eval`] runs it
+//! with `EVALSHA`, falling back to `EVAL` (which also caches the script) when the server
+//! answers `NOSCRIPT` (after a restart, a failover or `SCRIPT FLUSH`).
+//!
+//! The limiter ([`FleetRateLimiter`](crate::FleetRateLimiter)) is built on this; it is
+//! public so that tests and other languages' clients can run exactly the same decision.
+
+use core::fmt;
+use core::time::Duration;
+
+use redis::aio::ConnectionLike;
+use redis::{ErrorKind, RedisError, ServerErrorKind};
+use resilix::rate_limit::{RateLimitConfig, RateLimitConfigError};
+
+/// The Lua source of the decision (its argument layout is documented at its top).
+pub const SOURCE: &str = include_str!("gcra.lua");
+
+/// Lua numbers are doubles; keeping span + early at most 2^52 ns keeps every intermediate
+/// value of the script an exact integer below 2^53.
+const MAX_SPAN_AND_EARLY_NS: u64 = 1 << 52;
+/// The most a span (burst × T) may be: half of the above, since `early` can equal the span.
+pub const MAX_SPAN: Duration = Duration::from_nanos(1 << 51);
+/// How far a TAT may lie beyond the span and still read as debt rather than as an idle
+/// bucket under a clock that stepped back: the span, or one second if that is longer. The
+/// core's rate limiter documents the same allowance (ours there and here).
+const LAG_ALLOWANCE_NS: u64 = 1_000_000_000;
+
+/// Why a configuration cannot be run by the script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FleetConfigError {
+    /// Refused as the local limiter refuses it (zero rate, period or burst), or, with a
+    /// local fallback, a rate the local limiter cannot hold.
+    Rate(RateLimitConfigError),
+    /// burst × T is longer than [`MAX_SPAN`] (about 26 days): the script's exact integer
+    /// arithmetic in doubles needs every debt below 2^53 ns.
+    SpanTooLong,
+    /// The limiter's name or key prefix contains `{` or `}`, which would break the hash tag
+    /// that keeps each decision on one cluster slot.
+    BraceInName,
+    /// A backend timeout of zero would refuse every call before it is sent.
+    ZeroTimeout,
+    /// A local fallback share of zero nodes.
+    ZeroNodes,
+    /// A lease of zero cells, or of more than the burst (the fleet bucket could never grant
+    /// it).
+    LeaseCells,
+    /// A lease period of zero: leased cells would expire before they could be spent.
+    ZeroLeasePeriod,
+    /// A retry budget with a zero share, local pool or settling interval.
+    BudgetConfig,
+}
+
+impl fmt::Display for FleetConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FleetConfigError::Rate(e) => fmt::Display::fmt(e, f),
+            FleetConfigError::SpanTooLong => f.write_str(
+                "burst × emission interval is longer than 2^51 ns (about 26 days): the script's \
+                 integer arithmetic would leave the exact range of Lua's doubles; lower the \
+                 burst or raise the rate",
+            ),
+            FleetConfigError::BraceInName => f.write_str(
+                "the limiter's name and key prefix may not contain '{' or '}': the key's hash \
+                 tag is built from them",
+            ),
+            FleetConfigError::ZeroTimeout => {
+                f.write_str("the backend timeout is zero: every call would fail before it is sent")
+            }
+            FleetConfigError::ZeroNodes => {
+                f.write_str("a local fallback needs the number of nodes sharing the quota (≥ 1)")
+            }
+            FleetConfigError::LeaseCells => f.write_str(
+                "a lease takes between 1 cell and the burst: the fleet bucket never holds more",
+            ),
+            FleetConfigError::ZeroLeasePeriod => {
+                f.write_str("the lease period is zero: leased cells would expire unspent")
+            }
+            FleetConfigError::BudgetConfig => f.write_str(
+                "a retry budget needs a share above zero, a local pool of at least one retry and \
+                 a settling interval above zero",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FleetConfigError {}
+
+/// The script's parameters: the config in whole nanoseconds.
+///
+/// T = ⌈period / count⌉ ns: rounded up, so the fleet never admits faster than the configured
+/// rate (by under 1 ns per cell).
+///
+/// ```
+/// use resilix::rate_limit::{Rate, RateLimitConfig};
+/// use resilix_redis::script::GcraParams;
+///
+/// let p = GcraParams::new(&RateLimitConfig::new(Rate::per_second(3)).with_burst(2)).unwrap();
+/// assert_eq!(p.emission_ns(), 333_333_334);
+/// assert_eq!(p.span_ns(), 666_666_668);
+/// assert_eq!(p.early_ns(), 1_000_000_000, "one second, longer than the span");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GcraParams {
+    emission_ns: u64,
+    burst: u32,
+    early_ns: u64,
+}
+
+impl GcraParams {
+    /// Validates `config` for the script.
+    pub fn new(config: &RateLimitConfig) -> Result<GcraParams, FleetConfigError> {
+        let count = u128::from(config.rate.count());
+        let per = config.rate.period().as_nanos();
+        if count == 0 {
+            return Err(FleetConfigError::Rate(RateLimitConfigError::ZeroRate));
+        }
+        if per == 0 {
+            return Err(FleetConfigError::Rate(RateLimitConfigError::ZeroPeriod));
+        }
+        if config.burst == 0 {
+            return Err(FleetConfigError::Rate(RateLimitConfigError::ZeroBurst));
+        }
+        let emission = per.div_ceil(count);
+        let span = emission * u128::from(config.burst);
+        if span > MAX_SPAN.as_nanos() {
+            return Err(FleetConfigError::SpanTooLong);
+        }
+        let span = span as u64;
+        let early = span.max(LAG_ALLOWANCE_NS);
+        debug_assert!(span + early <= MAX_SPAN_AND_EARLY_NS);
+        Ok(GcraParams {
+            emission_ns: emission as u64,
+            burst: config.burst,
+            early_ns: early,
+        })
+    }
+
+    /// T, in nanoseconds.
+    pub const fn emission_ns(&self) -> u64 {
+        self.emission_ns
+    }
+
+    /// The burst.
+    pub const fn burst(&self) -> u32 {
+        self.burst
+    }
+
+    /// burst × T, in nanoseconds: the most debt a bucket carries.
+    pub const fn span_ns(&self) -> u64 {
+        self.emission_ns * self.burst as u64
+    }
+
+    /// How far beyond the span a TAT still reads as debt, in nanoseconds.
+    pub const fn early_ns(&self) -> u64 {
+        self.early_ns
+    }
+}
+
+/// Whose clock the decision runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerClock {
+    /// Redis's `TIME`: the one clock every client of this server shares. The only choice in
+    /// production.
+    Redis,
+    /// An explicit instant (time since the Unix epoch, or any origin), for differential tests
+    /// and replays. The key then gets no TTL, since Redis's expiry does not follow this
+    /// timeline.
+    At(Duration),
+}
+
+/// What the script answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// Whether the cells were admitted (and spent).
+    pub admitted: bool,
+    /// If refused: how long after `server_now` the cells would be admitted.
+    pub wait: Duration,
+    /// Whole cells left in the bucket after this decision.
+    pub remaining: u32,
+    /// How long after `server_now` the bucket is full again (the stored TAT − now).
+    pub reset_after: Duration,
+    /// The instant the decision was made at, on the server's clock (since the Unix epoch,
+    /// with Redis's microsecond resolution), or the explicit instant.
+    pub server_now: Duration,
+}
+
+/// The script, with its SHA-1 computed once.
+#[derive(Clone, Debug)]
+pub struct GcraScript {
+    sha: String,
+}
+
+impl Default for GcraScript {
+    fn default() -> Self {
+        GcraScript::new()
+    }
+}
+
+impl GcraScript {
+    /// The script of [`SOURCE`].
+    pub fn new() -> GcraScript {
+        GcraScript {
+            sha: redis::Script::new(SOURCE).get_hash().to_owned(),
+        }
+    }
+
+    /// The SHA-1 `EVALSHA` names it by.
+    pub fn sha(&self) -> &str {
+        &self.sha
+    }
+
+    /// One decision of `cells` (1 ≤ cells ≤ burst, checked by the script) on `key`.
+    ///
+    /// `EVALSHA` first; on `NOSCRIPT`, `EVAL` with the source, which runs the decision and
+    /// caches the script in one round trip. `loaded` is set when that fallback ran. No
+    /// timeout here: the caller bounds the whole call.
+    pub async fn eval<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        params: &GcraParams,
+        cells: u32,
+        clock: ServerClock,
+        loaded: &mut bool,
+    ) -> Result<Reply, RedisError> {
+        let fill = |cmd: &mut redis::Cmd| {
+            cmd.arg(1)
+                .arg(key)
+                .arg(params.emission_ns)
+                .arg(params.burst)
+                .arg(cells)
+                .arg(params.early_ns);
+            if let ServerClock::At(now) = clock {
+                cmd.arg(now.as_secs()).arg(now.subsec_nanos());
+            }
+        };
+        let mut evalsha = redis::cmd("EVALSHA");
+        evalsha.arg(&self.sha);
+        fill(&mut evalsha);
+        let raw: Vec<i64> = match evalsha.query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                *loaded = true;
+                let mut eval = redis::cmd("EVAL");
+                eval.arg(SOURCE);
+                fill(&mut eval);
+                eval.query_async(conn).await?
+            }
+            other => other?,
+        };
+        Reply::from_raw(&raw)
+    }
+}
+
+impl Reply {
+    fn from_raw(raw: &[i64]) -> Result<Reply, RedisError> {
+        let bad = || {
+            RedisError::from((
+                ErrorKind::Parse,
+                "resilix gcra script: unexpected reply shape",
+            ))
+        };
+        let &[admitted, wait, remaining, reset, secs, nanos] = raw else {
+            return Err(bad());
+        };
+        let non_neg = |v: i64| u64::try_from(v).map_err(|_| bad());
+        Ok(Reply {
+            admitted: admitted == 1,
+            wait: Duration::from_nanos(non_neg(wait)?),
+            remaining: u32::try_from(remaining).map_err(|_| bad())?,
+            reset_after: Duration::from_nanos(non_neg(reset)?),
+            server_now: Duration::from_secs(non_neg(secs)?) + Duration::from_nanos(non_neg(nanos)?),
+        })
+    }
+}

@@ -1,0 +1,138 @@
+//! Lease mode against a real Redis: 8 nodes spending leased cells never exceed what the fleet
+//! bucket granted (itself within burst + elapsed / T), and a node keeps admitting through an
+//! outage for the lease's length, then recovers after a restart.
+
+mod common;
+
+use std::time::Duration;
+
+use common::OwnRedis;
+use resilix::rate_limit::{Rate, RateLimitConfig};
+use resilix_redis::script::GcraParams;
+use resilix_redis::{FleetConfig, LeaseConfig, LeasedRateLimiter};
+use resilix_tokio::TokioClock;
+
+fn fleet_config(prefix: &str, limit: RateLimitConfig) -> FleetConfig {
+    FleetConfig::new("leases", limit)
+        .with_prefix(prefix)
+        .with_backend_timeout(Duration::from_millis(500))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_leased_nodes_spend_no_more_than_the_fleet_granted() {
+    let Some(url) = common::redis_url("eight_leased_nodes_spend_no_more_than_the_fleet_granted")
+    else {
+        return;
+    };
+    let prefix = common::prefix("leases8");
+    let limit = RateLimitConfig::new(Rate::per_second(200)).with_burst(40);
+    let lease = LeaseConfig::new(10, Duration::from_millis(300));
+    let mut probe = common::connect(&url).await;
+    let a = common::server_time(&mut probe).await;
+    let mut nodes = Vec::new();
+    for _ in 0..8 {
+        let conn = common::connect(&url).await;
+        let l =
+            LeasedRateLimiter::spawn(conn, fleet_config(&prefix, limit), lease, TokioClock::new())
+                .unwrap();
+        nodes.push(tokio::spawn(async move {
+            let t0 = tokio::time::Instant::now();
+            let mut admitted = 0u64;
+            while t0.elapsed() < Duration::from_millis(800) {
+                if l.try_acquire().is_ok() {
+                    admitted += 1;
+                }
+                tokio::time::sleep(Duration::from_micros(500)).await;
+            }
+            let stats = l.stats();
+            drop(l); // stops the renewing task before Redis's clock is read again
+            (admitted, stats)
+        }));
+    }
+    let (mut admitted, mut granted, mut renewals) = (0u64, 0u64, 0u64);
+    for n in nodes {
+        let (adm, s) = n.await.unwrap();
+        assert_eq!(adm, s.admitted);
+        assert!(
+            adm <= s.renewals * 10,
+            "a node spent more than it leased: {s:?}"
+        );
+        admitted += adm;
+        granted += s.renewals * 10;
+        renewals += s.renewals;
+    }
+    let b = common::server_time(&mut probe).await;
+    let p = GcraParams::new(&limit).unwrap();
+    let bound = u64::from(p.burst()) + ((b - a).as_nanos() / u128::from(p.emission_ns())) as u64;
+    eprintln!(
+        "{renewals} renewals, {granted} cells granted, {admitted} admitted over {:?}; bound {bound}",
+        b - a
+    );
+    assert!(granted <= bound, "the fleet granted {granted} > {bound}");
+    assert!(admitted <= granted);
+    assert!(
+        admitted >= 40,
+        "at least a burst's worth was spent: {admitted}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_carry_traffic_through_an_outage_for_their_length() {
+    if common::redis_url("leases_carry_traffic_through_an_outage_for_their_length").is_none() {
+        return;
+    }
+    let mut server = OwnRedis::start("lease_outage");
+    let limit = RateLimitConfig::new(Rate::per_second(100)).with_burst(40);
+    let period = Duration::from_millis(400);
+    let conn = common::connect(&server.url()).await;
+    let l = LeasedRateLimiter::spawn(
+        conn,
+        fleet_config(&common::prefix("lease_outage"), limit)
+            .with_backend_timeout(Duration::from_millis(100)),
+        LeaseConfig::new(20, period),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let wait_leased = |want: u64| {
+        let l = &l;
+        async move {
+            let t0 = tokio::time::Instant::now();
+            while l.leased() < want {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "no lease in 10 s: {:?}",
+                    l.stats()
+                );
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    wait_leased(20).await;
+
+    server.kill();
+    let killed = tokio::time::Instant::now();
+    for i in 0..10 {
+        assert!(
+            l.try_acquire().is_ok(),
+            "call {i} refused during the lease: {:?}",
+            l.stats()
+        );
+    }
+    assert!(
+        killed.elapsed() < period / 2,
+        "the calls above ran within the lease"
+    );
+    // Past the lease's length nothing is left to spend, and renewals fail (counted).
+    tokio::time::sleep(period + Duration::from_millis(100)).await;
+    assert_eq!(l.leased(), 0);
+    assert!(l.try_acquire().is_err());
+    let s = l.stats();
+    assert!(s.renewal_failures > 0, "{s:?}");
+    assert!(s.expired_cells > 0, "{s:?}");
+
+    server.restart();
+    let t0 = tokio::time::Instant::now();
+    wait_leased(1).await;
+    eprintln!("leasing again {:?} after the restart", t0.elapsed());
+    assert!(l.try_acquire().is_ok());
+}
