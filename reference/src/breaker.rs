@@ -383,7 +383,10 @@ impl Model {
         let failed = match verdict {
             Some(Verdict::Success | Verdict::Answered) => Some(false),
             Some(
-                Verdict::Overload { .. } | Verdict::Transient | Verdict::Uncertain | Verdict::Timeout,
+                Verdict::Overload { .. }
+                | Verdict::Transient
+                | Verdict::Uncertain
+                | Verdict::Timeout,
             ) => Some(true),
             Some(Verdict::Rejected(_)) | None => None,
         };
@@ -530,7 +533,7 @@ impl<W: OutcomeWindow> Twin for BreakerTwin<'_, W> {
         verdict: Option<Verdict>,
         rng: &mut dyn Random,
     ) -> Result<(), String> {
-        let (permit, ticket) = self.calls.swap_remove(index);
+        let (permit, ticket) = self.calls.remove(index);
         let (mut a, mut b) = pair(rng);
         match verdict {
             Some(v) => permit.settle(&v, &mut Env::new(now, &mut a)),

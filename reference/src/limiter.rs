@@ -576,7 +576,7 @@ impl Twin for LimiterTwin<'_> {
         rng: &mut dyn Random,
     ) -> Result<(), String> {
         let t = now.as_nanos();
-        match (self.open.swap_remove(index), verdict) {
+        match (self.open.remove(index), verdict) {
             (Open::Call(p, m), Some(v)) => {
                 let mut rec = Recorder {
                     inner: rng,

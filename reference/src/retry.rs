@@ -409,7 +409,7 @@ impl Twin for RetryTwin<'_> {
     ) -> Result<(), String> {
         let Some(verdict) = verdict else {
             // Cancelled: the call is dropped with its state; nothing is decided.
-            self.calls.swap_remove(index);
+            self.calls.remove(index);
             return Ok(());
         };
         let verdict = widen(verdict, rng);
@@ -474,11 +474,11 @@ impl Twin for RetryTwin<'_> {
             RetryDecision::RetryAt(_) => self.decisions[1] += 1,
             RetryDecision::Done => {
                 self.decisions[0] += 1;
-                self.calls.swap_remove(index);
+                self.calls.remove(index);
             }
             RetryDecision::GiveUp(_) => {
                 self.decisions[2] += 1;
-                self.calls.swap_remove(index);
+                self.calls.remove(index);
             }
         }
         Ok(())

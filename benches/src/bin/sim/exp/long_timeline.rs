@@ -12,10 +12,14 @@ use std::time::{Duration, Instant as WallClock};
 
 use resilix::breaker::{Breaker, CallRing, Config as BreakerConfig, DEFAULT_WINDOW};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::random::SeededRandom;
+use resilix::rate_limit::{KeyedRateLimiter, Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 use resilix_reference::breaker::{BreakerTwin, Model as BreakerModel};
 use resilix_reference::bulkhead::BulkheadTwin;
+use resilix_reference::limiter::LimiterTwin;
+use resilix_reference::rate_limit::{KeyedTwin, RateLimitTwin};
 use resilix_reference::traffic::{Call, Phase, Scenario};
 use resilix_reference::twin::Decision;
 use resilix_reference::{Mismatch, Report, drive_scenario_with};
@@ -71,7 +75,45 @@ pub fn runners() -> Vec<(&'static str, Run)> {
             decided,
         )
     }
+    fn rate_limit<const PER_SECOND: u32, const BURST: u32>(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        let config = RateLimitConfig::new(Rate::per_second(PER_SECOND)).with_burst(BURST);
+        let real = RateLimiter::new(config).expect("valid");
+        let mut twin = RateLimitTwin::new(&real, config, Vec::new(), 0).expect("valid");
+        drive_scenario_with(&mut twin, s, rng, decided)
+    }
+    fn keyed_rate_limit(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        // 40 tenants over a 32-entry table (homes collide, the overflow bucket is used),
+        // 2 a second each, idle entries evicted now and then.
+        let config = RateLimitConfig::new(Rate::per_second(2)).with_burst(5);
+        let real: KeyedRateLimiter<32> = KeyedRateLimiter::new(config).expect("valid");
+        let mut twin = KeyedTwin::new(&real, config, 40, 5_000).expect("valid");
+        drive_scenario_with(&mut twin, s, rng, decided)
+    }
+    fn limiter(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        let config = LimiterConfig::gradient2();
+        let real = Limiter::new(config).expect("the default is valid");
+        drive_scenario_with(&mut LimiterTwin::new(&real, &config), s, rng, decided)
+    }
     vec![
+        ("rate limit 100/s burst 10", rate_limit::<100, 10>),
+        ("rate limit 100k/s burst 1000", rate_limit::<100_000, 1_000>),
+        (
+            "keyed rate limit 40 tenants in 32 entries",
+            keyed_rate_limit,
+        ),
+        ("limiter gradient2 default", limiter),
         ("breaker default (10 s window, 5 s wait)", breaker),
         ("breaker count 100, wait 30 s..5 min", breaker_count),
         // The cap the outage's hung calls overrun, and the default (25, resilience4j's).
