@@ -19,6 +19,8 @@
 //! the twin is driven single-threaded, where it is exact; where it is approximate even then, the
 //! twin states and checks the bound.
 
+pub mod budget;
+pub mod throttler;
 pub mod timeline;
 pub mod twin;
 
