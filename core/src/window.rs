@@ -43,7 +43,10 @@
 //! * the loss at a bucket boundary is the increments that land on the bucket between a claim's
 //!   mark and its zeroing (adds that find the bucket marked for their own period add beside the
 //!   claim), and a reader concurrent with a claim does not count the bucket being claimed: both
-//!   transient undercounts, at most the calls crossing the boundary while a claim runs;
+//!   transient undercounts, at most the calls crossing the boundary while a claim runs; a
+//!   bounded increment ([`try_add_one`](TimeWindow::try_add_one)) that finds the bucket being
+//!   claimed for its own period checks its limit against the count as it stands, which may
+//!   not be zeroed yet: it may refuse once, never overspend;
 //! * the same slot a whole circle later: the word's low bits are unchanged, so a late claimer
 //!   that read the era before an earlier claim of the same period raised it could win the swap
 //!   against the *published* word. It re-reads the era after its swap; if the word it replaced
