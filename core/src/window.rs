@@ -3,27 +3,58 @@
 //! budget's ratio.
 //!
 //! The window is a ring of `B` buckets, each `window / B` long, each holding `C` counters and
-//! the sequence number of the bucket period it counts. Adding to a counter finds the bucket
-//! for `now`, and if that bucket still holds an older period, claims it with a compare-and-swap
-//! on its sequence number and zeroes it first. Reading sums the buckets whose period lies in the
-//! last `B` periods, so the window covers between `B - 1` and `B` bucket lengths.
+//! the number of the bucket period it counts. Adding to a counter finds the bucket for `now`,
+//! and if that bucket still holds another period, claims it (below) and zeroes it first.
+//! Reading sums the buckets whose period lies in the last `B` periods, so the window covers
+//! between `B - 1` and `B` bucket lengths: that is its documented meaning, and the reference
+//! models (`resilix-reference`) are bucketed the same way.
 //!
 //! How it is approximate, exactly: increments themselves are exact (`fetch_add` while the
 //! counter and the delta are below 2^31, a saturating compare-and-swap above, so counts
 //! saturate at `u32::MAX`; a wrap would need 2^31 added by adds racing one another between one
-//! add's read of the counter and its `fetch_add`). Only at a
-//! bucket boundary can a few be lost: an increment that lands on a bucket between another
-//! thread's claim of it and that thread's zeroing is erased, so at most the increments of the
-//! threads crossing the same boundary at the same moment. A reader concurrent with a writer
-//! may see a counter of a bucket before its companion (calls before failures). Statistical
-//! windows may be approximate (DESIGN.md §4); nothing that must be exact lives here.
+//! add's read of the counter and its `fetch_add`). Only at a bucket boundary can a few be
+//! lost, and only while a claim runs (see [Claiming a bucket](#claiming-a-bucket)). A reader
+//! concurrent with a writer may see a counter of a bucket before its companion (calls before
+//! failures). Statistical windows may be approximate (DESIGN.md §4); nothing that must be
+//! exact lives here. Single-threaded, the window is exact.
 //!
-//! Period numbers are stored in 32-bit words, each beside its own [`Era`] (see `time::era`), and
-//! widened back to full 64-bit period numbers before any comparison: a bucket last written any
-//! number of circles (2^32 periods) ago reads as old, never as current, so no idle gap of any
-//! length changes what the window counts. The hot path pays one more load (the bucket's era)
-//! and widens only when the era differs from `now`'s. Buckets are at least 4 ns long, so the
-//! era protocol keeps its slack.
+//! Period numbers are stored in 31-bit words, each beside its own [`Era`] (see `time::era`),
+//! and widened back to full 64-bit period numbers before any comparison: a bucket last written
+//! any number of circles (2^31 periods) ago reads as old, never as current, so no idle gap of
+//! any length changes what the window counts. The word's top bit marks a claim in progress.
+//! Buckets are at least 8 ns long, so a 31-bit period word's era fits in a `u32` for the whole
+//! timeline and the era protocol keeps its slack.
+//!
+//! # Claiming a bucket
+//!
+//! A claim of a bucket for period `p` is three steps: a compare-and-swap of the period word
+//! from what the claimer read to `CLAIMING | p` (the one claimer that wins it zeroes), then the
+//! era raised to cover `p` and the counters zeroed, then a compare-and-swap from
+//! `CLAIMING | p` to `p` that publishes the period. Readers skip a bucket marked `CLAIMING`
+//! and read the era *before* the word (an era raised by a claim is only ever raised after that
+//! claim's mark, so a reader that sees the new era sees the mark or the zeroed, published
+//! bucket, never the old word with the new era). Hence:
+//!
+//! * **a bucket's old counts never appear in a new period**, not even to a reader concurrent
+//!   with the claim (the old code published the period before zeroing, and raised the era
+//!   before the swap, so a concurrent reader could count a bucket's old counts as the new
+//!   period's; after a whole circle, whose period word has the same low bits, the swap was a
+//!   no-op that any number of late claimers "won", each zeroing again);
+//! * the loss at a bucket boundary is the increments that land on the bucket between a claim's
+//!   mark and its zeroing (adds that find the bucket marked for their own period add beside the
+//!   claim), and a reader concurrent with a claim does not count the bucket being claimed: both
+//!   transient undercounts, at most the calls crossing the boundary while a claim runs; a
+//!   bounded increment ([`try_add_one`](TimeWindow::try_add_one)) that finds the bucket being
+//!   claimed for its own period checks its limit against the count as it stands, which may
+//!   not be zeroed yet: it may refuse once, never overspend;
+//! * the same slot a whole circle later: the word's low bits are unchanged, so a late claimer
+//!   that read the era before an earlier claim of the same period raised it could win the swap
+//!   against the *published* word. It re-reads the era after its swap; if the word it replaced
+//!   already meant `p`, it puts it back without zeroing.
+//!
+//! A thread descheduled between reading a bucket and adding to it for longer than a whole
+//! window adds its increment to the bucket's next period; one descheduled for three quarters
+//! of a circle is past the era protocol's slack. Both are bounded by the thread's own calls.
 //!
 //! Time going backwards re-claims the bucket for the earlier period (the later buckets become
 //! invisible until time catches up).
@@ -31,14 +62,27 @@
 use core::time::Duration;
 
 use crate::sync::{AtomicU32, Ordering};
-use crate::time::era::{Era, widen};
+use crate::time::era::{Era, EraSeen, widen};
 use crate::time::{Instant, duration_as_nanos_saturating};
 
-/// Period numbers are stored in full 32-bit words.
-const PERIOD_BITS: u32 = 32;
+/// Period numbers are stored in the low 31 bits of their word.
+const PERIOD_BITS: u32 = 31;
 
-/// The shortest bucket: 4 ns, so a period number's era fits in a `u32` (see `time::era`).
-const MIN_BUCKET_NANOS: u64 = 4;
+/// The low 31 bits of a period word.
+const PERIOD_MASK: u32 = (1 << PERIOD_BITS) - 1;
+
+/// The period word's top bit: the bucket is being claimed (zeroed) for the period in the low
+/// bits, and readers skip it.
+const CLAIMING: u32 = 1 << PERIOD_BITS;
+
+/// The shortest bucket: 8 ns, so a 31-bit period number's era fits in a `u32` (see
+/// `time::era`).
+pub(crate) const MIN_BUCKET_NANOS: u64 = 8;
+
+/// How many times a claim retries after losing a compare-and-swap (each loss is another
+/// thread's progress). A claimer that still has not seen its period published adds to the
+/// bucket as it stands: one increment misfiled, never a loop.
+const CLAIM_TRIES: u32 = 4;
 
 /// Below this, a counter and a delta are added with a plain `fetch_add`: two values under
 /// 2^31 cannot wrap, and neither can the adds racing this one unless together they add
@@ -54,9 +98,11 @@ pub(crate) struct TimeWindow<const B: usize, const C: usize> {
 
 #[derive(Debug)]
 struct Bucket<const C: usize> {
-    /// The low 32 bits of the period this bucket counts.
+    /// The low 31 bits of the period this bucket counts, and [`CLAIMING`] while a claim
+    /// zeroes it.
     period: AtomicU32,
-    /// The era of `period` (see `time::era`): raised before a claim publishes a new period.
+    /// The era of `period` (see `time::era`): raised by a claim after its mark and before it
+    /// publishes the new period.
     era: Era,
     counts: [AtomicU32; C],
 }
@@ -67,6 +113,36 @@ impl<const C: usize> Bucket<C> {
             Bucket { period: AtomicU32::new(0), era: Era::new(), counts: zeroed_counters() }
         }
     }
+
+    /// The full period an unmarked word `word` means, with the era `seen`.
+    #[inline]
+    fn widened(word: u32, seen: EraSeen, now_period: u64) -> u64 {
+        // Shortcut: in `now`'s own era, equal low bits are `now`'s period.
+        if seen.is_era_of(now_period, PERIOD_BITS) && word == low_bits(now_period) {
+            now_period
+        } else {
+            widen(word, PERIOD_BITS, seen, 0)
+        }
+    }
+
+    /// The full period this bucket counts, as a reader sees it: `None` while it is being
+    /// claimed. The era is read first (see the module docs for why that order).
+    #[inline]
+    fn published_period(&self, now_period: u64) -> Option<u64> {
+        let seen = self.era.read();
+        let word = self.period.load(Ordering::Acquire);
+        if word & CLAIMING != 0 {
+            None
+        } else {
+            Some(Self::widened(word, seen, now_period))
+        }
+    }
+}
+
+/// The low 31 bits of a full period number, as stored.
+#[inline]
+const fn low_bits(period: u64) -> u32 {
+    period as u32 & PERIOD_MASK
 }
 
 #[cfg(not(loom))]
@@ -89,21 +165,29 @@ fn new_buckets<const B: usize, const C: usize>() -> [Bucket<C>; B] {
     core::array::from_fn(|_| Bucket::new())
 }
 
+/// The bucket length of a window `window` long in `buckets` buckets: `window / buckets`
+/// rounded up, and at least [`MIN_BUCKET_NANOS`] (the policies refuse windows shorter than
+/// `buckets × MIN_BUCKET_NANOS`, so the floor never lengthens a configured window).
+pub(crate) const fn bucket_nanos(window: Duration, buckets: usize) -> u64 {
+    let nanos = duration_as_nanos_saturating(window);
+    let b = if buckets == 0 { 1 } else { buckets as u64 };
+    let bucket = nanos.div_ceil(b);
+    if bucket < MIN_BUCKET_NANOS {
+        MIN_BUCKET_NANOS
+    } else {
+        bucket
+    }
+}
+
 #[allow(dead_code)] // each policy uses the part it needs
 impl<const B: usize, const C: usize> TimeWindow<B, C> {
     crate::sync::const_fn_unless_loom! {
-        /// A window `window` long. Each bucket is `window / B`, rounded up, and at least 4 ns.
+        /// A window `window` long. Each bucket is `window / B`, rounded up, and at least 8 ns.
         /// `B` must be at least 1 (checked by the policies' config validation; a zero here is
         /// treated as one bucket-less window that always reads zero).
         pub(crate) fn new(window: Duration) -> Self {
-            let nanos = duration_as_nanos_saturating(window);
-            let b = if B == 0 { 1 } else { B as u64 };
-            let mut bucket_nanos = nanos.div_ceil(b);
-            if bucket_nanos < MIN_BUCKET_NANOS {
-                bucket_nanos = MIN_BUCKET_NANOS;
-            }
             TimeWindow {
-                bucket_nanos,
+                bucket_nanos: bucket_nanos(window, B),
                 buckets: new_buckets(),
             }
         }
@@ -120,48 +204,68 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         now.as_nanos() / self.bucket_nanos
     }
 
-    /// The full period number `bucket` counts, from its stored low bits and era.
+    /// The index of the bucket that counts `period`.
     #[inline]
-    fn stored_period(bucket: &Bucket<C>) -> u64 {
-        let low = bucket.period.load(Ordering::Acquire);
-        widen(low, PERIOD_BITS, bucket.era.read(), 0)
+    const fn index(period: u64) -> usize {
+        (period % B as u64) as usize
     }
 
-    /// The bucket for `now`, claimed for its period: if it still holds another period, the
-    /// thread that wins the compare-and-swap on its period number zeroes it first.
+    /// The bucket for `now`, claimed for its period (see the module docs): if it still holds
+    /// another period, the thread that wins the mark zeroes it and publishes the period.
     #[inline]
     fn claim(&self, now: Instant) -> &Bucket<C> {
         let period = self.period(now);
-        let bucket = &self.buckets[(period % B as u64) as usize];
-        let low = bucket.period.load(Ordering::Acquire);
-        // The hot path: the bucket already counts this period (equal low bits, in `now`'s own
-        // era, cannot be another period: see `time::era`).
-        if low != period as u32 || !bucket.era.read().is_era_of(period, PERIOD_BITS) {
-            Self::claim_slow(bucket, period, low);
-        }
-        bucket
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn claim_slow(bucket: &Bucket<C>, period: u64, low: u32) {
-        let seen = bucket.era.read();
-        if widen(low, PERIOD_BITS, seen, 0) == period {
-            return; // this period, claimed in an earlier era of its own
-        }
-        // Era first, so every reader of the new period number widens it correctly. Equal low
-        // bits (the same slot one whole circle later) make the swap a no-op that still
-        // succeeds: such a claim may zero twice, as any boundary race may.
-        bucket.era.cover(seen, period, PERIOD_BITS);
-        if bucket
-            .period
-            .compare_exchange(low, period as u32, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-        {
-            for c in &bucket.counts {
-                c.store(0, Ordering::Release);
+        let bucket = &self.buckets[Self::index(period)];
+        let low = low_bits(period);
+        let mut word = bucket.period.load(Ordering::Acquire);
+        for _ in 0..CLAIM_TRIES {
+            if word & CLAIMING != 0 {
+                if word & PERIOD_MASK == low {
+                    // Being zeroed for this period: add beside the claim.
+                    return bucket;
+                }
+            } else if Bucket::<C>::widened(word, bucket.era.read(), period) == period {
+                return bucket;
+            }
+            match bucket.period.compare_exchange(
+                word,
+                CLAIMING | low,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    let seen = bucket.era.read();
+                    if word == low && Bucket::<C>::widened(word, seen, period) == period {
+                        // The same slot a whole circle later, and an earlier claim of this
+                        // very period published it after we read the era: put it back.
+                        let _ = bucket.period.compare_exchange(
+                            CLAIMING | low,
+                            word,
+                            Ordering::AcqRel,
+                            Ordering::Relaxed,
+                        );
+                        return bucket;
+                    }
+                    bucket.era.cover(seen, period, PERIOD_BITS);
+                    // Swaps, not stores: the same effect, once per bucket period, and loom
+                    // (0.7, issue #254) can model a plain store between the read and the
+                    // write of a racing `fetch_add`, which no hardware does.
+                    for c in &bucket.counts {
+                        c.swap(0, Ordering::AcqRel);
+                    }
+                    // Fails only if a claim of another period took the mark over meanwhile.
+                    let _ = bucket.period.compare_exchange(
+                        CLAIMING | low,
+                        low,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    );
+                    return bucket;
+                }
+                Err(actual) => word = actual,
             }
         }
+        bucket
     }
 
     /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
@@ -187,16 +291,20 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         }
     }
 
-    /// The sums of each counter over the window ending at `now`.
-    pub(crate) fn totals(&self, now: Instant) -> [u32; C] {
+    /// The sums of each counter over the window ending at `now`, leaving out bucket `skip`
+    /// (`B` or more to leave out none).
+    fn totals_except(&self, now: Instant, skip: usize) -> [u32; C] {
         let mut sums = [0u32; C];
-        if B == 0 {
-            return sums;
-        }
         let current = self.period(now);
-        for bucket in &self.buckets {
-            let period = Self::stored_period(bucket);
-            // A bucket "from the future" (time went backwards) is not in the window.
+        for (i, bucket) in self.buckets.iter().enumerate() {
+            if i == skip {
+                continue;
+            }
+            // A bucket "from the future" (time went backwards) is not in the window; nor is one
+            // being claimed.
+            let Some(period) = bucket.published_period(current) else {
+                continue;
+            };
             if period <= current && current - period < B as u64 {
                 for (s, c) in sums.iter_mut().zip(&bucket.counts) {
                     *s = s.saturating_add(c.load(Ordering::Acquire));
@@ -204,6 +312,14 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
             }
         }
         sums
+    }
+
+    /// The sums of each counter over the window ending at `now`.
+    pub(crate) fn totals(&self, now: Instant) -> [u32; C] {
+        if B == 0 {
+            return [0; C];
+        }
+        self.totals_except(now, B)
     }
 
     /// Adds one to counter `index` in the bucket for `now` only if the window total of that
@@ -223,13 +339,22 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
             return false;
         }
         let bucket = self.claim(now);
+        let here = Self::index(self.period(now));
         let counter = &bucket.counts[index];
         let mut current = counter.load(Ordering::Acquire);
         loop {
-            let totals = self.totals(now);
-            // The totals were read after `current`; the others' share excludes this bucket.
-            let others = totals[index].saturating_sub(current);
-            if u64::from(others) + u64::from(current) + 1 > u64::from(limit(&totals)) {
+            // The other buckets, then this one's counters as they stand (`current` for the
+            // one being incremented, the value the compare-and-swap checks).
+            let mut totals = self.totals_except(now, here);
+            for (i, (t, c)) in totals.iter_mut().zip(&bucket.counts).enumerate() {
+                let mine = if i == index {
+                    current
+                } else {
+                    c.load(Ordering::Acquire)
+                };
+                *t = t.saturating_add(mine);
+            }
+            if u64::from(totals[index]) + 1 > u64::from(limit(&totals)) {
                 return false;
             }
             match counter.compare_exchange_weak(
@@ -292,25 +417,61 @@ mod tests {
 
     #[test]
     fn a_bucket_whole_circles_old_is_not_current() {
-        // 1 ms buckets: the period word repeats every 2^32 ms (49.7 days). A count made at
-        // 0.5 ms must not reappear one, two or three circles later, nor after the idle gap is
-        // broken by a write to another bucket.
+        // 1 ms buckets: the 31-bit period word repeats every 2^31 ms (24.9 days), the old
+        // 32-bit one every 2^32 ms (49.7 days). A count made at 0.5 ms must not reappear any
+        // number of circles of either later, nor after the idle gap is broken by a write to
+        // another bucket.
         let w: TimeWindow<10, 1> = TimeWindow::new(Duration::from_millis(10));
         w.add(Instant::from_micros(500), [7]);
-        for circles in 1..=3u64 {
-            let later = Instant::from_micros(500 + circles * (1u64 << 32) * 1_000);
-            assert_eq!(w.totals(later), [0], "{circles} circles later");
+        let mut seen_at = 0;
+        for half_circles in 1..=6u64 {
+            let later = Instant::from_micros(500 + half_circles * (1u64 << 31) * 1_000);
+            assert!(later.as_nanos() > seen_at);
+            assert_eq!(w.totals(later), [0], "{half_circles} × 2^31 periods later");
             w.add(later + Duration::from_millis(1), [1]);
             assert_eq!(w.totals(later + Duration::from_millis(1)), [1]);
             w.add(later + Duration::from_millis(20), [0]);
             assert_eq!(w.totals(later + Duration::from_millis(20)), [0]);
+            seen_at = (later + Duration::from_millis(20)).as_nanos();
         }
-        // The same slot one circle later is claimed and zeroed, not added to.
-        let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_millis(4));
+        // The same slot one, two and three circles later is claimed and zeroed, not added to.
+        for circles in 1..=3u64 {
+            let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_millis(4));
+            w.add(Instant::ZERO, [5]);
+            let later = Instant::from_millis(circles << PERIOD_BITS);
+            assert_eq!(w.totals(later), [0]);
+            w.add(later, [1]);
+            assert_eq!(w.totals(later), [1], "{circles} circles later");
+        }
+    }
+
+    #[test]
+    fn a_bucket_being_claimed_is_not_read_and_old_counts_never_return() {
+        let w: TimeWindow<4, 1> = TimeWindow::new(Duration::from_nanos(32)); // 8 ns buckets
         w.add(Instant::ZERO, [5]);
-        let circle = Instant::from_millis(1u64 << 32);
-        w.add(circle, [1]);
-        assert_eq!(w.totals(circle), [1]);
+        // A claim of the same slot a circle later, stopped after its mark: readers skip it,
+        // adders for that period add beside it.
+        let later = Instant::from_nanos(8 << PERIOD_BITS);
+        let bucket = &w.buckets[0];
+        bucket.period.store(CLAIMING, Ordering::Release);
+        assert_eq!(
+            w.totals(later),
+            [0],
+            "old counts under the mark are not read"
+        );
+        assert_eq!(w.totals(Instant::ZERO), [0], "nor for the old period");
+        w.add(later, [1]);
+        assert_eq!(bucket.counts[0].load(Ordering::Relaxed), 6);
+        // A late claimer that finds the published word of its own period (the era already
+        // covers it) puts it back without zeroing.
+        bucket
+            .era
+            .cover(bucket.era.read(), 1 << PERIOD_BITS, PERIOD_BITS);
+        bucket.counts[0].store(2, Ordering::Relaxed);
+        bucket.period.store(0, Ordering::Release);
+        assert_eq!(w.totals(later), [2]);
+        w.add(later, [1]);
+        assert_eq!(w.totals(later), [3], "published: no second zeroing");
     }
 
     #[test]
@@ -328,9 +489,11 @@ mod tests {
     }
 
     #[test]
-    fn tiny_windows_have_four_nanosecond_buckets() {
+    fn tiny_windows_have_eight_nanosecond_buckets() {
         let w: TimeWindow<8, 1> = TimeWindow::new(Duration::ZERO);
-        assert_eq!(w.bucket_length(), Duration::from_nanos(4));
+        assert_eq!(w.bucket_length(), Duration::from_nanos(8));
+        assert_eq!(bucket_nanos(Duration::from_nanos(64), 8), 8);
+        assert_eq!(bucket_nanos(Duration::from_nanos(65), 8), 9, "rounded up");
         w.clear();
         assert_eq!(w.totals(Instant::ZERO), [0]);
     }

@@ -334,7 +334,7 @@ proptest! {
     ) {
         let config = RatioBudgetConfig { max_retry_permille: permille, min_retries_per_window: floor, window: Duration::from_secs(10) };
         let Ok(budget) = RatioBudget::<10>::new(config) else {
-            prop_assert!(permille == 0 && floor == 0);
+            prop_assert!((permille == 0 && floor == 0) || permille > RatioBudgetConfig::MAX_RETRY_PERMILLE);
             return Ok(());
         };
         let now = Instant::from_nanos(at);

@@ -24,10 +24,12 @@
 //! twin states and checks the bound.
 
 pub mod breaker;
+pub mod budget;
 pub mod bulkhead;
 pub mod limiter;
 pub mod rate_limit;
 pub mod retry;
+pub mod throttler;
 pub mod timeline;
 pub mod traffic;
 pub mod twin;

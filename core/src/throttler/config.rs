@@ -38,19 +38,32 @@ pub struct ThrottlerConfig {
     /// K: the client keeps sending until requests reach K × accepts, then sheds the excess.
     /// Default 2.0 (Google SRE: "We generally prefer the 2x multiplier"). Must be at least
     /// 1.0: below that the throttler would shed traffic from a perfectly healthy upstream.
-    /// Stored to a millionth.
+    /// Stored to a millionth. A K of 2^32 or more (up to infinity) has one meaning, since the
+    /// window holds fewer requests than that: shed only while the upstream accepted nothing
+    /// at all in the window.
     pub accepts_multiplier: f64,
     /// The highest rejection probability. Default 0.9 (failsafe-go). Must be below 1.0: at
     /// 1.0 the throttler stops sending entirely, never observes recovery, and never reopens.
-    /// Stored to a millionth.
+    /// Stored to a millionth. 0.0 means a throttler that counts and reports
+    /// [`rejection_probability`](super::Throttler::rejection_probability) but never sheds (a
+    /// dry run).
     pub max_rejection_rate: f64,
     /// How far back requests and accepts are counted. Default two minutes (Google SRE).
+    /// Counted in the throttler's `BUCKETS` buckets of `window / BUCKETS` (rounded up to a
+    /// nanosecond), so the counts cover between `BUCKETS − 1` and `BUCKETS` bucket lengths.
+    /// Must be at least `BUCKETS × 8 ns` (the shortest bucket), so that it is never lengthened.
     pub window: Duration,
     /// Below this many requests in the window nothing is shed (spec §9's low-traffic hole:
     /// two minutes at 8 requests a minute is 16 samples). Default 10 (ours): a client that
     /// sends fewer than ten requests in two minutes is no load worth shedding, and three
     /// failures in a row must not cut it to a quarter of its traffic. 0 is the SRE book's
     /// formula unguarded.
+    ///
+    /// Must be reachable: at most one request per 10 ns of `window` (100 million requests a
+    /// second, more than one shared counter can count: each request is an atomic add on the
+    /// window's current bucket) and below `u32::MAX`, where the counts saturate. A larger
+    /// value would mean a throttler that never sheds ([`ThrottlerConfigError::MinRequestsUnreachable`]);
+    /// to observe without shedding, set `max_rejection_rate` to 0.0 instead.
     pub min_requests: u32,
     /// Whether the throttler's own refusals count as requests. Default
     /// [`LocalRejections::CountAsRequests`] (Google SRE).
@@ -71,7 +84,8 @@ impl ThrottlerConfig {
     /// Checks the config and turns it into the formula's integer parameters.
     pub(crate) const fn formula(&self) -> Result<Formula, ThrottlerConfigError> {
         let k = self.accepts_multiplier;
-        if !k.is_finite() || k < 1.0 {
+        // Infinity is a valid K (see the field's docs); NaN is not a number of at least 1.
+        if k.is_nan() || k < 1.0 {
             return Err(ThrottlerConfigError::AcceptsMultiplierBelowOne);
         }
         let cap = self.max_rejection_rate;
@@ -87,11 +101,30 @@ impl ThrottlerConfig {
         if self.window.is_zero() {
             return Err(ThrottlerConfigError::ZeroWindow);
         }
+        if self.min_requests > max_min_requests(self.window) {
+            return Err(ThrottlerConfigError::MinRequestsUnreachable);
+        }
         Ok(Formula {
             k_millionths,
             max_rejection_millionths,
             min_requests: self.min_requests,
         })
+    }
+}
+
+/// The fastest a throttler's window can count requests: one per 10 ns (ours: each request
+/// is an atomic add on the shared current bucket, which no machine sustains faster).
+pub(crate) const NANOS_PER_COUNTED_REQUEST: u64 = 10;
+
+/// The largest `min_requests` a window of `window` can reach: one request per 10 ns of it,
+/// and below `u32::MAX`, where the counts saturate.
+pub(crate) const fn max_min_requests(window: Duration) -> u32 {
+    let per_window = crate::time::duration_as_nanos_saturating(window) / NANOS_PER_COUNTED_REQUEST;
+    let ceiling = (u32::MAX - 1) as u64;
+    if per_window < ceiling {
+        per_window as u32
+    } else {
+        u32::MAX - 1
     }
 }
 
@@ -124,6 +157,12 @@ pub enum ThrottlerConfigError {
     ZeroWindow,
     /// The throttler's bucket count is zero.
     ZeroBuckets,
+    /// `min_requests` is more than the window can ever hold (more than one request per 10 ns
+    /// of window, or `u32::MAX`): the throttler would never shed.
+    MinRequestsUnreachable,
+    /// `window` is shorter than `BUCKETS × 8 ns`: its buckets would be shorter than the
+    /// shortest a window keeps, and the window would silently be longer than configured.
+    WindowShorterThanBuckets,
 }
 
 impl fmt::Display for ThrottlerConfigError {
@@ -145,6 +184,15 @@ impl fmt::Display for ThrottlerConfigError {
             }
             ThrottlerConfigError::ZeroBuckets => {
                 "the throttler needs at least one time bucket (the default is 20)"
+            }
+            ThrottlerConfigError::MinRequestsUnreachable => {
+                "min_requests must be reachable within the window: at most one request per \
+                 10 ns of window and below u32::MAX; a larger value never sheds (to observe \
+                 without shedding, set max_rejection_rate to 0.0)"
+            }
+            ThrottlerConfigError::WindowShorterThanBuckets => {
+                "window must be at least 8 ns per bucket (BUCKETS x 8 ns), the shortest bucket \
+                 a window keeps"
             }
         })
     }

@@ -105,7 +105,7 @@ use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::time::Instant;
 use crate::verdict::Verdict;
-use crate::window::TimeWindow;
+use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
 
 const REQUESTS: usize = 0;
 const ACCEPTS: usize = 1;
@@ -142,6 +142,11 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
                 Ok(f) => f,
                 Err(e) => return Err(e),
             };
+            if crate::time::duration_as_nanos_saturating(config.window)
+                < (BUCKETS as u64).saturating_mul(MIN_BUCKET_NANOS)
+            {
+                return Err(ThrottlerConfigError::WindowShorterThanBuckets);
+            }
             Ok(Throttler {
                 formula,
                 local_rejections: config.local_rejections,

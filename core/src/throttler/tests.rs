@@ -93,6 +93,98 @@ fn config_errors_are_refused_not_clamped() {
 }
 
 #[test]
+fn min_requests_must_be_reachable_within_the_window() {
+    // The case: u32::MAX is where the counts saturate, so it never sheds.
+    let never = ThrottlerConfig {
+        min_requests: u32::MAX,
+        ..ThrottlerConfig::DEFAULT
+    };
+    assert_eq!(
+        Throttler::<20>::new(never).unwrap_err(),
+        ThrottlerConfigError::MinRequestsUnreachable
+    );
+    // The largest reachable value over two minutes is just below the ceiling...
+    let edge = ThrottlerConfig {
+        min_requests: u32::MAX - 1,
+        ..ThrottlerConfig::DEFAULT
+    };
+    assert!(Throttler::<20>::new(edge).is_ok());
+    // ...and over a millisecond, one request per 10 ns: 100,000.
+    let ms = |min_requests| ThrottlerConfig {
+        min_requests,
+        window: Duration::from_millis(1),
+        ..ThrottlerConfig::DEFAULT
+    };
+    assert!(Throttler::<20>::new(ms(100_000)).is_ok());
+    assert_eq!(
+        Throttler::<20>::new(ms(100_001)).unwrap_err(),
+        ThrottlerConfigError::MinRequestsUnreachable
+    );
+    assert_eq!(config::max_min_requests(Duration::MAX), u32::MAX - 1);
+    assert_eq!(config::max_min_requests(Duration::from_nanos(9)), 0);
+}
+
+#[test]
+fn a_window_shorter_than_its_buckets_is_refused() {
+    let short = |nanos| ThrottlerConfig {
+        window: Duration::from_nanos(nanos),
+        ..UNGATED
+    };
+    assert_eq!(
+        Throttler::<20>::new(short(159)).unwrap_err(),
+        ThrottlerConfigError::WindowShorterThanBuckets
+    );
+    let t = Throttler::<20>::new(short(160)).unwrap();
+    assert_eq!(t.window.bucket_length(), Duration::from_nanos(8));
+}
+
+#[test]
+fn the_documented_meanings_of_the_extreme_values() {
+    // K at infinity (or anything from 2^32): shed only while nothing was accepted.
+    for k in [4_294_967_296.0, 1e300, f64::INFINITY] {
+        let t = throttler(ThrottlerConfig {
+            accepts_multiplier: k,
+            ..UNGATED
+        });
+        settle_n(&t, Instant::ZERO, 1_000, Verdict::Transient);
+        assert_eq!(
+            t.rejection_probability(Instant::ZERO).as_f64(),
+            0.9,
+            "K = {k}"
+        );
+        settle_n(&t, Instant::ZERO, 1, Verdict::Success);
+        assert!(t.rejection_probability(Instant::ZERO).is_zero(), "K = {k}");
+    }
+    // A cap of zero: counts, never sheds.
+    let dry = throttler(ThrottlerConfig {
+        max_rejection_rate: 0.0,
+        ..UNGATED
+    });
+    settle_n(&dry, Instant::ZERO, 1_000, Verdict::Transient);
+    assert_eq!(dry.counts(Instant::ZERO), (1_000, 0));
+    assert!(dry.rejection_probability(Instant::ZERO).is_zero());
+}
+
+#[test]
+fn every_config_error_has_its_own_text() {
+    use std::string::ToString;
+    let all = [
+        ThrottlerConfigError::AcceptsMultiplierBelowOne,
+        ThrottlerConfigError::MaxRejectionRateAtLeastOne,
+        ThrottlerConfigError::MaxRejectionRateNegative,
+        ThrottlerConfigError::ZeroWindow,
+        ThrottlerConfigError::ZeroBuckets,
+        ThrottlerConfigError::MinRequestsUnreachable,
+        ThrottlerConfigError::WindowShorterThanBuckets,
+    ];
+    for (i, a) in all.iter().enumerate() {
+        for b in &all[i + 1..] {
+            assert_ne!(a.to_string(), b.to_string());
+        }
+    }
+}
+
+#[test]
 fn the_sre_cases_through_the_window() {
     let t = throttler(ThrottlerConfig {
         max_rejection_rate: 0.95,

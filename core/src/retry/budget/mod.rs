@@ -162,6 +162,10 @@ pub enum BudgetConfigError {
     GrpcMaxTokensOutOfRange,
     /// gRPC A6 requires `tokenRatio` above zero (to three decimals).
     GrpcZeroTokenRatio,
+    /// A ratio budget allowing more than one retry per first attempt (above 1000 per mille).
+    RatioAboveOne,
+    /// A ratio budget whose window is shorter than `B × 8 ns`, the shortest its buckets can be.
+    WindowShorterThanBuckets,
 }
 
 impl fmt::Display for BudgetConfigError {
@@ -188,6 +192,13 @@ impl fmt::Display for BudgetConfigError {
             }
             BudgetConfigError::GrpcZeroTokenRatio => {
                 "gRPC A6 tokenRatio must be above 0 (three decimals are kept)"
+            }
+            BudgetConfigError::RatioAboveOne => {
+                "max_retry_permille must be at most 1000 (one retry per first attempt); more \
+                 retries than calls bounds nothing (Google SRE uses 100, i.e. 10%)"
+            }
+            BudgetConfigError::WindowShorterThanBuckets => {
+                "the ratio budget's window must be at least 8 ns per bucket (B x 8 ns)"
             }
         })
     }
@@ -232,6 +243,8 @@ mod tests {
             BudgetConfigError::FloorUnreachable,
             BudgetConfigError::GrpcMaxTokensOutOfRange,
             BudgetConfigError::GrpcZeroTokenRatio,
+            BudgetConfigError::RatioAboveOne,
+            BudgetConfigError::WindowShorterThanBuckets,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

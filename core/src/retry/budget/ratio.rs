@@ -6,7 +6,7 @@ use core::time::Duration;
 use crate::retry::budget::{BudgetConfigError, RetryBudget};
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
-use crate::window::TimeWindow;
+use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
 
 const FIRSTS: usize = 0;
 const RETRIES: usize = 1;
@@ -25,18 +25,33 @@ const RETRIES: usize = 1;
 pub struct RatioBudgetConfig {
     /// Retries allowed per thousand first attempts in the window. Default 100 (10%, Google
     /// SRE: "a request will only be retried as long as this ratio is below 10%").
+    ///
+    /// At most 1000 (one retry per first attempt, twice the load), or
+    /// [`BudgetConfigError::RatioAboveOne`]: more retries than calls is a budget that bounds
+    /// nothing a per-call attempt cap would not. No source recommends more: the SRE book uses
+    /// 10%, Finagle's and Linkerd's default budgets 20% (Finagle and tower accept up to
+    /// 1000×, as a percentage of up to 100,000), Envoy's retry budget is a percentage of at
+    /// most 100, and gRPC A6 bounds retries by its token bucket instead.
     pub max_retry_permille: u32,
     /// Retries always allowed per window, whatever the ratio. Default 3 (ours, after
     /// failsafe-go's `minConcurrency` of 3, read here as retries per window rather than
     /// concurrent retries). Without a floor a service with a few requests per window could
-    /// never retry at all.
+    /// never retry at all. A floor of `u32::MAX` grants every retry, like
+    /// [`Unlimited`](super::Unlimited) but counted: that is its meaning, tested.
     pub min_retries_per_window: u32,
     /// How far back the ratio looks. Default 10 s (ours; Finagle's retry budget credits
-    /// expire after 10 s; the SRE book gives no window for its budget).
+    /// expire after 10 s; the SRE book gives no window for its budget). Counted in the
+    /// budget's `B` buckets of `window / B` (rounded up to a nanosecond), so the counts cover
+    /// between `B − 1` and `B` bucket lengths. At least `B × 8 ns` (the shortest bucket), or
+    /// [`BudgetConfigError::WindowShorterThanBuckets`].
     pub window: Duration,
 }
 
 impl RatioBudgetConfig {
+    /// The largest ratio: one retry per first attempt (see
+    /// [`max_retry_permille`](Self::max_retry_permille)).
+    pub const MAX_RETRY_PERMILLE: u32 = 1000;
+
     /// 10% of first attempts, at least 3 retries per 10 s window.
     pub const DEFAULT: RatioBudgetConfig = RatioBudgetConfig {
         max_retry_permille: 100,
@@ -101,8 +116,16 @@ impl<const B: usize> RatioBudget<B> {
             if B == 0 || config.window.is_zero() {
                 return Err(BudgetConfigError::EmptyWindow);
             }
+            if crate::time::duration_as_nanos_saturating(config.window)
+                < (B as u64).saturating_mul(MIN_BUCKET_NANOS)
+            {
+                return Err(BudgetConfigError::WindowShorterThanBuckets);
+            }
             if config.max_retry_permille == 0 && config.min_retries_per_window == 0 {
                 return Err(BudgetConfigError::NeverRetries);
+            }
+            if config.max_retry_permille > RatioBudgetConfig::MAX_RETRY_PERMILLE {
+                return Err(BudgetConfigError::RatioAboveOne);
             }
             Ok(RatioBudget {
                 window: TimeWindow::new(config.window),
@@ -201,6 +224,54 @@ mod tests {
             RatioBudget::<10>::new(never).err(),
             Some(BudgetConfigError::NeverRetries)
         );
+    }
+
+    #[test]
+    fn a_ratio_above_one_is_refused() {
+        // The case: 50,000 per mille, 500 retries per 10 first attempts.
+        let config = |permille| RatioBudgetConfig {
+            max_retry_permille: permille,
+            ..RatioBudgetConfig::DEFAULT
+        };
+        assert_eq!(
+            RatioBudget::<10>::new(config(50_000)).err(),
+            Some(BudgetConfigError::RatioAboveOne)
+        );
+        assert_eq!(
+            RatioBudget::<10>::new(config(1_001)).err(),
+            Some(BudgetConfigError::RatioAboveOne)
+        );
+        let one = RatioBudget::<10>::new(config(RatioBudgetConfig::MAX_RETRY_PERMILLE)).unwrap();
+        for _ in 0..10 {
+            one.record_first_attempt(Instant::ZERO);
+        }
+        assert_eq!(
+            (0..100)
+                .take_while(|_| one.try_spend(Instant::ZERO, T))
+                .count(),
+            10,
+            "one retry per first attempt"
+        );
+    }
+
+    #[test]
+    fn a_window_shorter_than_its_buckets_is_refused() {
+        let config = |nanos| RatioBudgetConfig {
+            window: Duration::from_nanos(nanos),
+            ..RatioBudgetConfig::DEFAULT
+        };
+        assert_eq!(
+            RatioBudget::<10>::new(config(79)).err(),
+            Some(BudgetConfigError::WindowShorterThanBuckets)
+        );
+        assert!(RatioBudget::<10>::new(config(80)).is_ok());
+    }
+
+    #[test]
+    fn a_floor_of_u32_max_grants_every_retry() {
+        let b = budget(0, u32::MAX);
+        assert_eq!(spend_all(&b, Instant::ZERO), 10_000);
+        assert_eq!(b.counts(Instant::ZERO), (0, 10_000));
     }
 
     #[test]

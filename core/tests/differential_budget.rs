@@ -1,0 +1,251 @@
+//! The retry budgets against their reference models (`resilix_reference::budget`): identical
+//! grants and books on random long timelines (gaps 1 ns to ten years) for the ratio budget,
+//! over windows from the shortest a bucket count allows to days and several bucket counts,
+//! and for the token bucket's presets and random settings; and the first retry decision after
+//! an idle gap of 0 to 3 circles of the ratio budget's 31-bit period word.
+
+use core::time::Duration;
+
+use proptest::prelude::*;
+use resilix::VerdictKind;
+use resilix::random::{Random, SeededRandom};
+use resilix::retry::budget::{
+    Charge, RatioBudget, RatioBudgetConfig, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
+};
+use resilix::time::Instant;
+use resilix_reference::budget::{RatioModel, ratio_twin, token_bucket_twin};
+use resilix_reference::timeline::{Gaps, Timeline, sweep};
+use resilix_reference::twin::{Mix, Twin};
+
+/// Circles of the period word: 2^31 bucket periods.
+const CIRCLE_PERIODS: u64 = 1 << 31;
+
+/// Failures often enough that budgets run out.
+const FAILING: Mix = Mix {
+    success: 80,
+    transient: 70,
+    timeout: 40,
+    overload: 40,
+    answered: 16,
+};
+
+/// Runs the twin of a `RatioBudget<B>`; answers the retries (granted, refused).
+fn ratio_run<const B: usize>(
+    config: RatioBudgetConfig,
+    seed: u64,
+    steps: u64,
+    gaps: Gaps,
+    mix: Mix,
+) -> Result<(u64, u64), String> {
+    let real = RatioBudget::<B>::new(config).map_err(|e| format!("refused: {e}"))?;
+    let mut twin = ratio_twin(&real, &config);
+    let mut rng = SeededRandom::new(seed);
+    let start = Instant::from_nanos(rng.below(1 << 62));
+    let mut timeline = Timeline::new(start, gaps);
+    resilix_reference::drive(&mut twin, &mut timeline, &mut rng, steps, mix, 16)
+        .map(|_| twin.grants())
+        .map_err(|m| m.to_string())
+}
+
+fn window_strategy() -> impl Strategy<Value = Duration> {
+    // Log-uniform from 1 µs to four days.
+    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
+        let lo = 1_000u64 << octave;
+        Duration::from_nanos(lo + x % lo)
+    })
+}
+
+fn tokens_strategy() -> impl Strategy<Value = TokenBucketConfig> {
+    (
+        1u32..20_000,
+        any::<u32>(),
+        1u32..3_000,
+        1u32..3_000,
+        0u32..1_000,
+        any::<bool>(),
+        0u32..1_000,
+        any::<u32>(),
+        any::<bool>(),
+    )
+        .prop_filter_map(
+            "a valid bucket",
+            |(cap, init, cost, tcost, first, refund, deposit, floor, every)| {
+                let c = TokenBucketConfig {
+                    capacity: Tokens::milli(cap),
+                    initial: Tokens::milli(init % (cap + 1)),
+                    retry_cost: Tokens::milli(cost),
+                    timeout_retry_cost: Tokens::milli(tcost),
+                    first_try_success: Tokens::milli(first),
+                    retry_success: if refund {
+                        RetrySuccess::RefundCost
+                    } else {
+                        RetrySuccess::Deposit(Tokens::milli(deposit))
+                    },
+                    floor: Tokens::milli(floor % cap),
+                    charge: if every {
+                        Charge::EveryFailure
+                    } else {
+                        Charge::GrantedRetry
+                    },
+                };
+                TokenBucket::new(c).ok().map(|_| c)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn ratio_grants_match_the_model_on_long_timelines(
+        window in window_strategy(),
+        permille in prop_oneof![Just(0u32), Just(100), Just(1000), 0u32..=1000],
+        floor in prop_oneof![Just(0u32), Just(3), 0u32..20],
+        buckets in 0usize..5,
+        seed in any::<u64>(),
+        failing in any::<bool>(),
+    ) {
+        prop_assume!(permille > 0 || floor > 0);
+        let c = RatioBudgetConfig { max_retry_permille: permille, min_retries_per_window: floor, window };
+        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let r = match buckets {
+            0 => ratio_run::<1>(c, seed, 1_500, Gaps::LONG, mix),
+            1 => ratio_run::<2>(c, seed, 1_500, Gaps::LONG, mix),
+            2 => ratio_run::<7>(c, seed, 1_500, Gaps::LONG, mix),
+            3 => ratio_run::<10>(c, seed, 1_500, Gaps::LONG, mix),
+            _ => ratio_run::<20>(c, seed, 1_500, Gaps::LONG, mix),
+        };
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+
+    #[test]
+    fn token_bucket_matches_the_model_on_long_timelines(
+        config in prop_oneof![
+            Just(TokenBucketConfig::GRPC_A6_EXAMPLE),
+            Just(TokenBucketConfig::AWS_SDK_STANDARD),
+            Just(TokenBucketConfig::BROOKER_2022),
+            tokens_strategy(),
+        ],
+        seed in any::<u64>(),
+        failing in any::<bool>(),
+    ) {
+        let real = TokenBucket::new(config).unwrap();
+        let mut twin = token_bucket_twin(&real, &config);
+        let mut rng = SeededRandom::new(seed);
+        let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), Gaps::LONG);
+        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let r = resilix_reference::drive(&mut twin, &mut timeline, &mut rng, 1_500, mix, 16);
+        prop_assert!(r.is_ok(), "{}", r.unwrap_err());
+    }
+}
+
+/// Busy stretches: gaps from 1 ns to a few windows, so windows are full and grants run out.
+#[test]
+fn ratio_grants_match_the_model_while_busy() {
+    let (mut granted, mut refused) = (0u64, 0u64);
+    for seed in 0..40u64 {
+        let window = Duration::from_nanos(100 << (seed % 30));
+        let c = RatioBudgetConfig {
+            max_retry_permille: [0, 100, 500, 1000][seed as usize % 4],
+            min_retries_per_window: 1 + (seed % 4) as u32,
+            window,
+        };
+        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
+        let (g, r) = ratio_run::<10>(c, seed, 4_000, gaps, FAILING)
+            .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
+        granted += g;
+        refused += r;
+    }
+    assert!(
+        granted > 1_000 && refused > 1_000,
+        "{granted} granted, {refused} refused"
+    );
+}
+
+/// Spends the whole allowance at `t0` (40 first attempts, then retries until refused), waits
+/// `gap`, and compares the first retry decision after it with the model's; once the gap is
+/// longer than the window and a bucket, the full allowance must be back.
+fn first_after_gap<const B: usize>(c: &RatioBudgetConfig, t0: Instant, gap: Duration) {
+    let real = RatioBudget::<B>::new(*c).unwrap();
+    let mut twin = ratio_twin(&real, c);
+    for _ in 0..40 {
+        twin.first_attempt(t0);
+    }
+    while twin.spend(t0, VerdictKind::Transient).unwrap() {}
+    let now = t0.saturating_add(gap);
+    twin.check(now)
+        .unwrap_or_else(|e| panic!("gap {gap:?}: {e}"));
+    let granted = twin
+        .spend(now, VerdictKind::Transient)
+        .unwrap_or_else(|e| panic!("gap {gap:?}: {e}"));
+    let bucket = Duration::from_nanos(c.window.as_nanos().div_ceil(B as u128) as u64);
+    if gap > c.window + bucket {
+        assert!(
+            granted,
+            "gap {gap:?}: a retry must be granted after the window"
+        );
+        assert_eq!(real.counts(now), (0, 1), "gap {gap:?}");
+    }
+    if gap.is_zero() {
+        assert!(!granted, "the allowance was spent");
+    }
+    let _: &RatioModel = twin.model();
+}
+
+/// Coarse over 0..3 circles (as far as the timeline reaches), fine (a tenth of a bucket)
+/// around every quarter circle ± two windows.
+fn sweep_config<const B: usize>(window: Duration, coarse_points: u32) {
+    let c = RatioBudgetConfig {
+        window,
+        ..RatioBudgetConfig::DEFAULT
+    };
+    let bucket_nanos = window.as_nanos().div_ceil(B as u128) as u64;
+    let circle = Duration::from_nanos(bucket_nanos.saturating_mul(CIRCLE_PERIODS));
+    let t0 = Instant::from_nanos(98_765_432_101);
+    let last = Instant::MAX.as_nanos() - t0.as_nanos();
+    let three = circle.saturating_mul(3);
+    for gap in sweep(three, three / coarse_points) {
+        if gap.as_nanos() as u64 <= last {
+            first_after_gap::<B>(&c, t0, gap);
+        }
+    }
+    let step = Duration::from_nanos((bucket_nanos / 10).max(1));
+    for quarter in 1..=12u32 {
+        let centre = (circle / 4).saturating_mul(quarter);
+        if centre.as_nanos() as u64 > last {
+            break;
+        }
+        let from = centre.saturating_sub(window * 2);
+        for gap in sweep(window * 4, step) {
+            let g = from + gap;
+            if g.as_nanos() as u64 <= last {
+                first_after_gap::<B>(&c, t0, g);
+            }
+        }
+    }
+}
+
+/// The finest scale: 8 ns buckets (an 80 ns window of 10), a circle of 17.2 s.
+#[test]
+fn first_retry_after_an_idle_gap_eight_nanosecond_buckets() {
+    sweep_config::<10>(Duration::from_nanos(80), 20_000);
+}
+
+/// 1 ms buckets (a 10 ms window of 10): a circle of 24.9 days (the old word's was 49.7).
+#[test]
+fn first_retry_after_an_idle_gap_millisecond_buckets() {
+    sweep_config::<10>(Duration::from_millis(10), 20_000);
+}
+
+/// The default: 1 s buckets over 10 s, a circle of 68 years: 0..3 circles (204 years) fit the
+/// timeline; coarse over them, fine around each quarter circle.
+#[test]
+fn first_retry_after_an_idle_gap_default_window() {
+    sweep_config::<10>(RatioBudgetConfig::DEFAULT.window, 5_000);
+}
+
+/// Seven buckets (a bucket count that does not divide the circle) of 3 µs.
+#[test]
+fn first_retry_after_an_idle_gap_seven_buckets() {
+    sweep_config::<7>(Duration::from_micros(21), 20_000);
+}

@@ -1,0 +1,117 @@
+//! The retry budgets beside their reference models on a timeline the fuzzer steers: the
+//! config, every gap (1 ns to ten years), arrival and verdict come from the input bytes.
+//! Panics on the first grant or book on which they differ.
+#![no_main]
+
+use std::time::Duration;
+
+use libfuzzer_sys::fuzz_target;
+use resilix::random::{Random, SeededRandom};
+use resilix::retry::budget::{
+    Charge, RatioBudget, RatioBudgetConfig, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
+};
+use resilix::time::Instant;
+use resilix_reference::budget::{ratio_twin, token_bucket_twin};
+use resilix_reference::timeline::{Bytes, Gaps, Timeline};
+use resilix_reference::twin::{Mix, Twin};
+
+fn mix(rng: &mut Input<'_>) -> Mix {
+    Mix {
+        success: rng.below(256) as u8,
+        transient: 60,
+        timeout: 40,
+        overload: 40,
+        answered: 16,
+    }
+}
+
+fn go(twin: &mut dyn Twin, rng: &mut Input<'_>, steps: u64) {
+    let mix = mix(rng);
+    let start = Instant::from_nanos(rng.below(1 << 62));
+    let mut timeline = Timeline::new(start, Gaps::LONG);
+    if let Err(m) = resilix_reference::drive(twin, &mut timeline, rng, steps, mix, 16) {
+        panic!("{m}");
+    }
+}
+
+fn ratio<const B: usize>(rng: &mut Input<'_>, steps: u64) {
+    let octave = rng.below(49) as u32;
+    let lo = ((B as u64) * 8) << octave;
+    let config = RatioBudgetConfig {
+        max_retry_permille: rng.below(1_001) as u32,
+        min_retries_per_window: rng.below(20) as u32,
+        window: Duration::from_nanos(lo + rng.below(lo)),
+    };
+    let Ok(real) = RatioBudget::<B>::new(config) else {
+        return; // a zero ratio with a zero floor: refused
+    };
+    let mut twin = ratio_twin(&real, &config);
+    go(&mut twin, rng, steps);
+}
+
+fn tokens(rng: &mut Input<'_>, steps: u64) {
+    let config = match rng.below(4) {
+        0 => TokenBucketConfig::GRPC_A6_EXAMPLE,
+        1 => TokenBucketConfig::AWS_SDK_STANDARD,
+        2 => TokenBucketConfig::BROOKER_2022,
+        _ => {
+            let capacity = 1 + rng.below(20_000) as u32;
+            TokenBucketConfig {
+                capacity: Tokens::milli(capacity),
+                initial: Tokens::milli(rng.below(u64::from(capacity) + 1) as u32),
+                retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
+                timeout_retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
+                first_try_success: Tokens::milli(rng.below(1_000) as u32),
+                retry_success: if rng.below(2) == 0 {
+                    RetrySuccess::RefundCost
+                } else {
+                    RetrySuccess::Deposit(Tokens::milli(rng.below(1_000) as u32))
+                },
+                floor: Tokens::milli(rng.below(u64::from(capacity)) as u32),
+                charge: if rng.below(2) == 0 {
+                    Charge::EveryFailure
+                } else {
+                    Charge::GrantedRetry
+                },
+            }
+        }
+    };
+    let Ok(real) = TokenBucket::new(config) else {
+        return; // floor + cost above the capacity: refused
+    };
+    let mut twin = token_bucket_twin(&real, &config);
+    go(&mut twin, rng, steps);
+}
+
+/// The fuzzer's bytes, then a seeded generator. `Bytes` alone reads zeros once the input is
+/// used up, and `Random::below` (multiply-and-reject) rejects an all-zero draw for every bound
+/// that is not a power of two, so it would loop forever on a short input.
+struct Input<'a> {
+    bytes: Bytes<'a>,
+    tail: SeededRandom,
+}
+
+impl Random for Input<'_> {
+    fn next_u32(&mut self) -> u32 {
+        if self.bytes.is_empty() {
+            self.tail.next_u32()
+        } else {
+            self.bytes.next_u32()
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut rng = Input {
+        bytes: Bytes::new(data),
+        tail: SeededRandom::new(data.len() as u64),
+    };
+    let steps = (data.len() as u64 / 3).min(4_000);
+    match rng.below(5) {
+        0 => ratio::<1>(&mut rng, steps),
+        1 => ratio::<2>(&mut rng, steps),
+        2 => ratio::<7>(&mut rng, steps),
+        3 => ratio::<10>(&mut rng, steps),
+        _ => tokens(&mut rng, steps),
+    }
+});

@@ -1,0 +1,279 @@
+//! The SRE client-side throttler, plainly: counts of requests and accepts per bucket period in
+//! a map keyed by the full `u64` period number, summed over the last `B` periods, and the
+//! formula `P = max(0, (requests − K·accepts) / (requests + 1))` capped, zero below
+//! `min_requests`.
+//!
+//! **Bucketed, as documented.** The real window is a ring of `B` buckets, each `window / B`
+//! long (rounded up to a nanosecond), and counts the calls whose bucket period is one of the
+//! last `B` (the current one included): it covers between `B − 1` and `B` bucket lengths
+//! (`core/src/window.rs`). That is its meaning, so the model is bucketed the same way, and
+//! single-threaded decisions are identical: no tolerance.
+//!
+//! **Randomness.** A shed is one draw, `Random::chance(numerator, denominator)`, on the exact
+//! fraction. How many words a draw consumes depends on the denominator, so the model keeps the
+//! fraction in the same terms (over `(requests + 1) × 10^6`, K and the cap to a millionth, as
+//! the config documents); the twin records the words the real throttler drew and replays them
+//! to the model, so both decide on the same draws.
+//!
+//! The model assumes time never goes backwards (the differential timelines only move forward)
+//! and counts in `u64` (the real counters saturate at `u32::MAX`, which no run reaches).
+
+use std::collections::BTreeMap;
+
+use resilix::permit::{Env, Permit, Policy};
+use resilix::random::Random;
+use resilix::rejection::RejectReason;
+use resilix::throttler::{
+    LocalRejections, Probability, Throttler, ThrottlerConfig, ThrottlerPermit,
+};
+use resilix::time::Instant;
+use resilix::verdict::Verdict;
+
+use crate::twin::{Decision, Twin, same};
+
+/// One, in millionths.
+const MILLION: u128 = 1_000_000;
+
+/// The throttler's semantics in wide time.
+#[derive(Clone, Debug)]
+pub struct ThrottlerModel {
+    /// K × 10^6, rounded to the nearest millionth (saturating: an infinite K is `u64::MAX`).
+    k_millionths: u128,
+    /// The cap × 10^6.
+    cap_millionths: u128,
+    min_requests: u64,
+    local_rejections: LocalRejections,
+    /// `window / B`, rounded up.
+    bucket_nanos: u64,
+    buckets: u64,
+    /// Full period number → (requests, accepts).
+    periods: BTreeMap<u64, (u64, u64)>,
+}
+
+impl ThrottlerModel {
+    /// The model of a `Throttler<buckets>` with `config` (a config the real one accepts).
+    pub fn new(config: &ThrottlerConfig, buckets: usize) -> ThrottlerModel {
+        let window = config.window.as_nanos();
+        let buckets = buckets as u64;
+        ThrottlerModel {
+            k_millionths: (config.accepts_multiplier * 1e6 + 0.5) as u64 as u128,
+            cap_millionths: (config.max_rejection_rate * 1e6 + 0.5) as u64 as u128,
+            min_requests: u64::from(config.min_requests),
+            local_rejections: config.local_rejections,
+            bucket_nanos: window
+                .div_ceil(u128::from(buckets))
+                .min(u128::from(u64::MAX)) as u64,
+            buckets,
+            periods: BTreeMap::new(),
+        }
+    }
+
+    fn period(&self, now: Instant) -> u64 {
+        now.as_nanos() / self.bucket_nanos
+    }
+
+    /// `(requests, accepts)` of the calls whose period is one of the last `B` at `now`.
+    pub fn counts(&self, now: Instant) -> (u64, u64) {
+        let current = self.period(now);
+        let oldest = current.saturating_sub(self.buckets - 1);
+        self.periods
+            .range(oldest..=current)
+            .fold((0, 0), |(r, a), (_, (dr, da))| (r + dr, a + da))
+    }
+
+    /// The shedding probability at `now`, as `(numerator, denominator)`; `(0, 1)` for never.
+    pub fn probability(&self, now: Instant) -> (u64, u64) {
+        let (requests, accepts) = self.counts(now);
+        if requests < self.min_requests {
+            return (0, 1);
+        }
+        let excess = u128::from(requests) * MILLION;
+        let weighted = self.k_millionths * u128::from(accepts);
+        if excess <= weighted {
+            return (0, 1);
+        }
+        let numerator = excess - weighted;
+        let denominator = u128::from(requests + 1) * MILLION;
+        if numerator * MILLION > self.cap_millionths * denominator {
+            (self.cap_millionths as u64, MILLION as u64)
+        } else {
+            (numerator as u64, denominator as u64)
+        }
+    }
+
+    fn add(&mut self, now: Instant, requests: u64, accepts: u64) {
+        let period = self.period(now);
+        let e = self.periods.entry(period).or_insert((0, 0));
+        e.0 += requests;
+        e.1 += accepts;
+        // Forget what can never be counted again (time only moves forward).
+        let oldest = period.saturating_sub(self.buckets - 1);
+        while let Some((&p, _)) = self.periods.first_key_value() {
+            if p >= oldest {
+                break;
+            }
+            self.periods.remove(&p);
+        }
+    }
+
+    /// A call arrives at `now`: admitted, or shed with probability P drawn from `rng`.
+    pub fn admit(&mut self, now: Instant, rng: &mut dyn Random) -> bool {
+        let (numerator, denominator) = self.probability(now);
+        if numerator > 0 && rng.chance(numerator, denominator) {
+            if self.local_rejections == LocalRejections::CountAsRequests {
+                self.add(now, 1, 0);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// An admitted call settles at `now`: a request unless refused downstream (`Rejected`),
+    /// an accept if the upstream did the work (success, answered).
+    pub fn settle(&mut self, now: Instant, verdict: &Verdict) {
+        let accept = matches!(verdict, Verdict::Success | Verdict::Answered);
+        if !matches!(verdict, Verdict::Rejected(_)) {
+            self.add(now, 1, u64::from(accept));
+        }
+    }
+}
+
+/// A [`Random`] that passes words through and keeps them, so they can be replayed.
+struct Recorder<'r> {
+    inner: &'r mut dyn Random,
+    words: Vec<u32>,
+}
+
+impl Random for Recorder<'_> {
+    fn next_u32(&mut self) -> u32 {
+        let w = self.inner.next_u32();
+        self.words.push(w);
+        w
+    }
+}
+
+/// Replays recorded words; notes a draw beyond them (the model drew more than the real one).
+struct Replay<'w> {
+    words: &'w [u32],
+    next: usize,
+    overrun: bool,
+}
+
+impl Random for Replay<'_> {
+    fn next_u32(&mut self) -> u32 {
+        match self.words.get(self.next) {
+            Some(&w) => {
+                self.next += 1;
+                w
+            }
+            None => {
+                self.overrun = true;
+                0
+            }
+        }
+    }
+}
+
+/// A real [`Throttler`] beside its [`ThrottlerModel`].
+pub struct ThrottlerTwin<'a, const B: usize> {
+    real: &'a Throttler<B>,
+    model: ThrottlerModel,
+    open: Vec<ThrottlerPermit<'a, B>>,
+}
+
+impl<'a, const B: usize> ThrottlerTwin<'a, B> {
+    /// Twins `real`, built with `config`, and a fresh model of it.
+    pub fn new(real: &'a Throttler<B>, config: &ThrottlerConfig) -> Self {
+        ThrottlerTwin {
+            real,
+            model: ThrottlerModel::new(config, B),
+            open: Vec::new(),
+        }
+    }
+
+    /// The model (for sweeps that read it directly).
+    pub fn model(&self) -> &ThrottlerModel {
+        &self.model
+    }
+}
+
+impl<const B: usize> Twin for ThrottlerTwin<'_, B> {
+    fn open(&self) -> usize {
+        self.open.len()
+    }
+
+    fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
+        let (n, d) = self.model.probability(now);
+        let real_p = self.real.rejection_probability(now);
+        if real_p != Probability::new(n, d) {
+            return Err(format!("probability: real {real_p:?}, model {n}/{d}"));
+        }
+        let mut recorder = Recorder {
+            inner: rng,
+            words: Vec::new(),
+        };
+        let real = {
+            let mut env = Env::new(now, &mut recorder);
+            self.real.admit(&mut env)
+        };
+        let real_decision = Decision::of(&real);
+        let mut replay = Replay {
+            words: &recorder.words,
+            next: 0,
+            overrun: false,
+        };
+        let model_admits = self.model.admit(now, &mut replay);
+        if replay.overrun || replay.next != recorder.words.len() {
+            return Err(format!(
+                "draws: real used {} words, model {}",
+                recorder.words.len(),
+                replay.next
+            ));
+        }
+        let model_decision = if model_admits {
+            Decision::Admitted
+        } else {
+            Decision::Refused {
+                reason: RejectReason::Throttled,
+                retry_at: None,
+            }
+        };
+        let decision = same(real_decision, model_decision)?;
+        if let Ok(permit) = real {
+            self.open.push(permit);
+        }
+        Ok(decision)
+    }
+
+    fn end(
+        &mut self,
+        now: Instant,
+        index: usize,
+        verdict: Option<Verdict>,
+        rng: &mut dyn Random,
+    ) -> Result<(), String> {
+        let permit = self.open.remove(index);
+        match verdict {
+            Some(v) => {
+                let mut env = Env::new(now, rng);
+                permit.settle(&v, &mut env);
+                self.model.settle(now, &v);
+            }
+            None => drop(permit),
+        }
+        Ok(())
+    }
+
+    fn check(&mut self, now: Instant) -> Result<(), String> {
+        let (r, a) = self.real.counts(now);
+        let real = (u64::from(r), u64::from(a));
+        let model = self.model.counts(now);
+        if real == model {
+            Ok(())
+        } else {
+            Err(format!(
+                "counts (requests, accepts): real {real:?}, model {model:?}"
+            ))
+        }
+    }
+}
