@@ -13,6 +13,7 @@ use std::time::{Duration, Instant as WallClock};
 use resilix::breaker::{Breaker, CallRing, Config as BreakerConfig, DEFAULT_WINDOW};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::limiter::{Limiter, LimiterConfig};
+use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix::random::SeededRandom;
 use resilix::rate_limit::{KeyedRateLimiter, Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
@@ -20,6 +21,7 @@ use resilix_reference::breaker::{BreakerTwin, Model as BreakerModel};
 use resilix_reference::bulkhead::BulkheadTwin;
 use resilix_reference::limiter::LimiterTwin;
 use resilix_reference::rate_limit::{KeyedTwin, RateLimitTwin};
+use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::traffic::{Call, Phase, Scenario};
 use resilix_reference::twin::Decision;
 use resilix_reference::{Mismatch, Report, drive_scenario_with};
@@ -106,7 +108,17 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         let real = Limiter::new(config).expect("the default is valid");
         drive_scenario_with(&mut LimiterTwin::new(&real, &config), s, rng, decided)
     }
+    fn throttler(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        let config = ThrottlerConfig::DEFAULT;
+        let real: Throttler = Throttler::new(config).expect("the default is valid");
+        drive_scenario_with(&mut ThrottlerTwin::new(&real, &config), s, rng, decided)
+    }
     vec![
+        ("throttler default (K 2, 2 min window)", throttler),
         ("rate limit 100/s burst 10", rate_limit::<100, 10>),
         ("rate limit 100k/s burst 1000", rate_limit::<100_000, 1_000>),
         (
