@@ -217,15 +217,27 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         let period = self.period(now);
         let bucket = &self.buckets[Self::index(period)];
         let low = low_bits(period);
-        let mut word = bucket.period.load(Ordering::Acquire);
+        let word = bucket.period.load(Ordering::Acquire);
+        // The hot path: the bucket already counts this period, published (no mark) in `now`'s
+        // own era, where equal low bits cannot be another period (see `time::era`).
+        if word == low && bucket.era.read().is_era_of(period, PERIOD_BITS) {
+            return bucket;
+        }
+        Self::claim_slow(bucket, period, low, word);
+        bucket
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn claim_slow(bucket: &Bucket<C>, period: u64, low: u32, mut word: u32) {
         for _ in 0..CLAIM_TRIES {
             if word & CLAIMING != 0 {
                 if word & PERIOD_MASK == low {
                     // Being zeroed for this period: add beside the claim.
-                    return bucket;
+                    return;
                 }
             } else if Bucket::<C>::widened(word, bucket.era.read(), period) == period {
-                return bucket;
+                return;
             }
             match bucket.period.compare_exchange(
                 word,
@@ -244,7 +256,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
                             Ordering::AcqRel,
                             Ordering::Relaxed,
                         );
-                        return bucket;
+                        return;
                     }
                     bucket.era.cover(seen, period, PERIOD_BITS);
                     // Swaps, not stores: the same effect, once per bucket period, and loom
@@ -260,12 +272,11 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
                         Ordering::AcqRel,
                         Ordering::Relaxed,
                     );
-                    return bucket;
+                    return;
                 }
                 Err(actual) => word = actual,
             }
         }
-        bucket
     }
 
     /// Adds `deltas[i]` to counter `i` in the bucket for `now` (saturating at `u32::MAX`).
