@@ -382,7 +382,13 @@ impl Model {
         // `None` for an outcome that counts for nothing.
         let failed = match verdict {
             Some(Verdict::Success | Verdict::Answered) => Some(false),
-            Some(Verdict::Overload { .. } | Verdict::Transient | Verdict::Timeout) => Some(true),
+            // An uncertain failure (a 500) counts like a transient one.
+            Some(
+                Verdict::Overload { .. }
+                | Verdict::Transient
+                | Verdict::Uncertain
+                | Verdict::Timeout,
+            ) => Some(true),
             Some(Verdict::Rejected(_)) | None => None,
         };
         let slow = self
