@@ -35,6 +35,10 @@ use resilix::time::Instant;
 /// ([`classify_status`]: 408/421/425 transient, 500/502 uncertain, 504 timeout, 429/503 and a
 /// 413 with `Retry-After` overload, 501/505/511 and other 4xx answered), and `Result`s of
 /// responses with every transport error transient.
+///
+/// An uncertain 500/502 is retried for any call by default, so a POST may be sent twice;
+/// `RetryConfig::with_uncertain_retry(UncertainRetry::IdempotentOnly)` retries it only for
+/// calls declared idempotent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HttpResponse;
 
