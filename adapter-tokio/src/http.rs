@@ -50,6 +50,10 @@ use resilix::time::Instant;
 /// `http::Response` with every error a [`Verdict::Timeout`] (a generic error does not say
 /// whether the request was sent, so only an idempotent call is retried after it; `reqwest`'s
 /// and hyper's errors do say, see `resilix_tokio::reqwest` and `resilix_tokio::hyper`).
+///
+/// An uncertain 500/502 is retried for any call by default, so a POST may be sent twice;
+/// `RetryConfig::with_uncertain_retry(UncertainRetry::IdempotentOnly)` retries it only for
+/// calls declared idempotent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HttpResponse;
 

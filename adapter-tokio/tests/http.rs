@@ -1,5 +1,5 @@
 //! HTTP classification through the pipeline: 503 + Retry-After, 404 answered, 408 safe to
-//! repeat, 500 retried only when idempotent.
+//! repeat, 500 uncertain (retried for any call unless `UncertainRetry::IdempotentOnly`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

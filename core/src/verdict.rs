@@ -9,16 +9,22 @@
 //! | `Answered` | success | accept | never retried | — | latency sample |
 //! | `Overload` | failure | not accept | after Retry-After if given | spends on retry | drop signal |
 //! | `Transient` | failure | not accept | yes | spends on retry | — |
-//! | `Uncertain` | failure | not accept | only if idempotent | spends on retry | — |
+//! | `Uncertain` | failure | not accept | yes, unless set idempotent-only | spends on retry | — |
 //! | `Timeout` | failure | not accept | only if idempotent | spends on retry | drop signal |
-//!
-//! `Uncertain` is ours, the seventh, beside DESIGN.md §6's six: a failure after which the upstream may
-//! have acted on the request (an HTTP 500 or 502). `Transient` promises the opposite — a
-//! failure a retry cannot make worse — so a POST is never repeated on a verdict that cannot
-//! promise it was not executed (RFC 9110 §9.2.2: a client "SHOULD NOT automatically retry a
-//! request with a non-idempotent method"). It is the one change the verdict model needed to
-//! tell the two apart; every statistic but retry reads it as `Transient`.
 //! | `Rejected` | invisible | invisible | never retried | — | invisible |
+//!
+//! `Uncertain` is ours, the seventh, beside DESIGN.md §6's six: a failure after which the
+//! upstream may have acted on the request (an HTTP 500 or 502). `Transient` promises the
+//! opposite — a failure that did not act, which a retry cannot make worse. Every statistic
+//! reads `Uncertain` as `Transient`, and so, by default, does retry (spec v0.4 §3.2:
+//! transient failures are retried): **a POST answered 500 is sent again, and may run twice.**
+//! That is safe when the request carries an idempotency key the server deduplicates on. The
+//! one setting that stops it is
+//! [`RetryConfig::with_uncertain_retry`](crate::retry::RetryConfig::with_uncertain_retry)`(`[`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly)`)`:
+//! an `Uncertain` failure is then retried only for a call declared idempotent, like
+//! `Timeout` (RFC 9110 §9.2.2: a client "SHOULD NOT automatically retry a request with a
+//! non-idempotent method"), and a POST gives up with `NotRetryable(Uncertain)`. The verdict
+//! exists so that this choice can be made at all.
 
 use core::fmt;
 use core::time::Duration;
@@ -54,9 +60,10 @@ pub enum Verdict {
     Transient,
     /// A failure after which the upstream may have acted on the request (a 500, a 502): it
     /// failed, but perhaps after doing the work. Counted as a failure like [`Transient`]
-    /// (breaker failure, throttler not accept, no limiter signal), but retried only when the
-    /// caller declared the operation idempotent, like [`Timeout`]: a retry could do the work
-    /// twice.
+    /// (breaker failure, throttler not accept, no limiter signal) and, by default, retried
+    /// like it for any call (spec v0.4 §3.2), so a POST may run twice; under
+    /// [`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly) it is
+    /// retried only when the caller declared the operation idempotent, like [`Timeout`].
     ///
     /// [`Transient`]: Verdict::Transient
     /// [`Timeout`]: Verdict::Timeout
@@ -79,7 +86,9 @@ impl Verdict {
     }
 
     /// Whether the upstream may have acted on the request although the attempt failed
-    /// (`Uncertain`, `Timeout`): such a failure is retried only for an idempotent call.
+    /// (`Uncertain`, `Timeout`): a retry may do the work twice. A timeout is retried only for
+    /// an idempotent call; an uncertain failure too under
+    /// [`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly).
     ///
     /// ```
     /// use resilix::Verdict;

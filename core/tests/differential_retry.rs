@@ -19,7 +19,9 @@ use resilix::call::{CallOptions, Next};
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
-use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy as Formula};
+use resilix::retry::{
+    Backoff, GiveUpReason, Retry, RetryConfig, Strategy as Formula, UncertainRetry,
+};
 use resilix::time::{Deadline, Instant};
 use resilix::verdict::Verdict;
 use resilix_reference::retry::{RetryModel, RetryTwin, ScriptedBudget};
@@ -68,8 +70,12 @@ fn config() -> impl proptest::strategy::Strategy<Value = RetryConfig> {
             Just(Duration::MAX),
             log_duration(59),
         ],
+        prop_oneof![
+            Just(UncertainRetry::Always),
+            Just(UncertainRetry::IdempotentOnly)
+        ],
     )
-        .prop_map(|(attempts, s, base, growth, cap_ra)| {
+        .prop_map(|(attempts, s, base, growth, cap_ra, uncertain)| {
             let cap = match growth {
                 Some(g) => base.saturating_mul(1 << g),
                 None => Duration::MAX,
@@ -78,6 +84,7 @@ fn config() -> impl proptest::strategy::Strategy<Value = RetryConfig> {
             RetryConfig::new(attempts, backoff)
                 .unwrap()
                 .with_max_retry_after(cap_ra)
+                .with_uncertain_retry(uncertain)
         })
 }
 
@@ -109,8 +116,10 @@ proptest! {
 
 #[test]
 fn the_default_config_matches_over_many_seeds() {
+    let careful = RetryConfig::DEFAULT.with_uncertain_retry(UncertainRetry::IdempotentOnly);
     for seed in 0..64 {
         run(RetryConfig::DEFAULT, seed, Instant::ZERO, FAILING, 4_000);
+        run(careful, seed, Instant::ZERO, FAILING, 4_000);
     }
 }
 
@@ -145,7 +154,8 @@ fn every_reason_and_outcome_is_reached() {
 fn a_wrong_model_is_caught() {
     // The differential runs must be able to fail: a model whose Retry-After cap is twice as
     // long, whose backoff base is 1 ns longer (so the exponential ceiling grows 2 ns per
-    // doubling), or that allows one more attempt, disagrees within a short run.
+    // doubling), that allows one more attempt, or that reads the uncertain-retry setting the
+    // other way round (under either setting), disagrees within a short run.
     let exp = Backoff::new(
         Formula::Exponential,
         Duration::from_millis(100),
@@ -154,20 +164,41 @@ fn a_wrong_model_is_caught() {
     let config = RetryConfig::new(3, exp.unwrap())
         .unwrap()
         .with_max_retry_after(Duration::from_secs(1));
-    for wrong in [
-        RetryModel {
-            max_retry_after: 2_000_000_000,
-            ..RetryModel::of(&config)
-        },
-        RetryModel {
-            base: 100_000_001,
-            ..RetryModel::of(&config)
-        },
-        RetryModel {
-            max_attempts: 4,
-            ..RetryModel::of(&config)
-        },
-    ] {
+    let careful = config.with_uncertain_retry(UncertainRetry::IdempotentOnly);
+    for (config, wrong) in [
+        (
+            config,
+            RetryModel {
+                uncertain_only_if_idempotent: true,
+                ..RetryModel::of(&config)
+            },
+        ),
+        (
+            careful,
+            RetryModel {
+                uncertain_only_if_idempotent: false,
+                ..RetryModel::of(&careful)
+            },
+        ),
+    ]
+    .into_iter()
+    .chain(
+        [
+            RetryModel {
+                max_retry_after: 2_000_000_000,
+                ..RetryModel::of(&config)
+            },
+            RetryModel {
+                base: 100_000_001,
+                ..RetryModel::of(&config)
+            },
+            RetryModel {
+                max_attempts: 4,
+                ..RetryModel::of(&config)
+            },
+        ]
+        .map(|wrong| (config, wrong)),
+    ) {
         let budget = ScriptedBudget::new();
         let real = Retry::new(config, &budget);
         let mut twin = RetryTwin::new(&real, &budget).with_model(wrong);

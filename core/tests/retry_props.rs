@@ -14,7 +14,9 @@ use resilix::retry::budget::{
     Charge, RatioBudget, RatioBudgetConfig, RetryBudget, RetrySuccess, TokenBucket,
     TokenBucketConfig, Tokens,
 };
-use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy as Formula};
+use resilix::retry::{
+    Backoff, GiveUpReason, Retry, RetryConfig, Strategy as Formula, UncertainRetry,
+};
 use resilix::time::{Deadline, Instant};
 use resilix::{RejectReason, Verdict, VerdictKind};
 
@@ -124,6 +126,7 @@ proptest! {
             Just(Duration::MAX),
             (0u64..5_000_000_000).prop_map(Duration::from_nanos),
         ],
+        uncertain in prop_oneof![Just(UncertainRetry::Always), Just(UncertainRetry::IdempotentOnly)],
     ) {
         let bucket = TokenBucket::new(TokenBucketConfig {
             initial: Tokens::whole(initial_tokens),
@@ -131,7 +134,10 @@ proptest! {
         }).unwrap();
         let budget = Watched { inner: bucket, asked: Cell::new(None), granted: Cell::new(0) };
         let backoff = Backoff::new(s, Duration::from_millis(5), Duration::from_secs(2)).unwrap();
-        let config = RetryConfig::new(max_attempts, backoff).unwrap().with_max_retry_after(cap);
+        let config = RetryConfig::new(max_attempts, backoff)
+            .unwrap()
+            .with_max_retry_after(cap)
+            .with_uncertain_retry(uncertain);
         let pipeline = Pipeline::new().retry(Retry::new(config, &budget));
         let mut rng = SeededRandom::new(seed);
         let mut env = Env::new(Instant::from_secs(1), &mut rng);
@@ -162,7 +168,8 @@ proptest! {
             let now = env.now;
             let next = call.settle(attempt, &v, &mut env);
             let retryable = matches!(v, Verdict::Transient | Verdict::Overload { .. })
-                || (matches!(v, Verdict::Timeout | Verdict::Uncertain) && idempotent);
+                || (matches!(v, Verdict::Timeout) && idempotent)
+                || (matches!(v, Verdict::Uncertain) && (idempotent || uncertain == UncertainRetry::Always));
             match next {
                 Next::Done => {
                     prop_assert!(matches!(v, Verdict::Success | Verdict::Answered));

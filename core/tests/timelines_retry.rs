@@ -17,7 +17,7 @@ use resilix::observe::{Event, Observer};
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
-use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy};
+use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy, UncertainRetry};
 use resilix::time::{Deadline, Instant};
 
 const DAY: Duration = Duration::from_secs(86_400);
@@ -204,5 +204,59 @@ fn the_cap_is_one_setting_and_a_patient_caller_can_raise_it() {
             );
             assert_eq!(next, Next::GiveUp(GiveUpReason::RetryAfterTooLong));
         }
+    }
+}
+
+#[test]
+fn a_post_answered_500_is_retried_by_default_and_not_when_set_idempotent_only() {
+    // Issue 23: spec §3.2 retries a 500 (the server may have acted) for any call, so a POST
+    // may run twice; one setting withholds the retry from calls not declared idempotent.
+    let now = Instant::from_secs(60);
+    let backoff = Backoff::new(
+        Strategy::Exponential,
+        Duration::from_millis(100),
+        Duration::from_secs(2),
+    )
+    .unwrap();
+    let default = RetryConfig::new(3, backoff).unwrap();
+    let careful = default.with_uncertain_retry(UncertainRetry::IdempotentOnly);
+    let post = CallOptions::default();
+    let put = CallOptions::default().idempotent(true);
+    let retried = Next::RetryAt(now + Duration::from_millis(200));
+    for status in [500, 502, 599] {
+        let failed = classify_status(status, None);
+        assert_eq!(failed, Verdict::Uncertain, "{status}");
+        let decide =
+            |config, options| first_decision(Retry::unbudgeted(config), now, options, failed, &());
+        assert_eq!(decide(default, post), retried, "POST {status}, default");
+        assert_eq!(decide(default, put), retried, "PUT {status}, default");
+        assert_eq!(
+            decide(careful, post),
+            Next::GiveUp(GiveUpReason::NotRetryable(resilix::VerdictKind::Uncertain)),
+            "POST {status}, idempotent-only"
+        );
+        assert_eq!(
+            decide(careful, put),
+            retried,
+            "PUT {status}, idempotent-only"
+        );
+    }
+    // The setting is about 5xx only: a 504 (a timeout) of a POST is never retried, a 408
+    // (the server did not act) always is.
+    for config in [default, careful] {
+        let decide = |status, options| {
+            first_decision(
+                Retry::unbudgeted(config),
+                now,
+                options,
+                classify_status(status, None),
+                &(),
+            )
+        };
+        assert_eq!(
+            decide(504, post),
+            Next::GiveUp(GiveUpReason::NotRetryable(resilix::VerdictKind::Timeout))
+        );
+        assert_eq!(decide(408, post), retried);
     }
 }

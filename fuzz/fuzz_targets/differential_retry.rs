@@ -1,5 +1,5 @@
 //! The retry policy beside its plain reference model, steered by the fuzzer: the first bytes
-//! choose the config (formula, base, cap, attempts, Retry-After cap), the rest every gap
+//! choose the config (formula, base, cap, attempts, Retry-After cap, uncertain retry), the rest every gap
 //! (1 ns to ten years), verdict, Retry-After, deadline, budget answer and jitter seed of a
 //! differential run. Panics on the first decision, budget call or state that differs.
 #![no_main]
@@ -8,7 +8,7 @@ use core::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use resilix::random::{Random, SeededRandom};
-use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
+use resilix::retry::{Backoff, Retry, RetryConfig, Strategy, UncertainRetry};
 use resilix::time::Instant;
 use resilix_reference::retry::{RetryTwin, ScriptedBudget};
 use resilix_reference::timeline::Bytes;
@@ -76,10 +76,15 @@ fuzz_target!(|data: &[u8]| {
         0 => Instant::from_nanos(u64::MAX - (bytes.next_u64() >> 20)),
         _ => Instant::from_nanos(bytes.next_u64() >> (head >> 28)),
     };
+    let uncertain = match bytes.next_u32() & 1 {
+        0 => UncertainRetry::Always,
+        _ => UncertainRetry::IdempotentOnly,
+    };
     let Ok(backoff) = Backoff::new(strategy, base, cap) else { return };
     let config = RetryConfig::new(attempts, backoff)
         .unwrap()
-        .with_max_retry_after(max_retry_after);
+        .with_max_retry_after(max_retry_after)
+        .with_uncertain_retry(uncertain);
     let budget = ScriptedBudget::new();
     let real = Retry::new(config, &budget);
     let mut twin = RetryTwin::new(&real, &budget);

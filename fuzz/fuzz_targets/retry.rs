@@ -20,7 +20,7 @@ use resilix::random::SeededRandom;
 use resilix::retry::budget::{
     RatioBudget, RatioBudgetConfig, RetryBudget, TokenBucket, TokenBucketConfig, Tokens,
 };
-use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy};
+use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig, Strategy, UncertainRetry};
 use resilix::time::{Deadline, Instant};
 use resilix::{RejectReason, Verdict, VerdictKind};
 
@@ -109,7 +109,15 @@ fuzz_target!(|data: &[u8]| {
         1 => Duration::MAX,
         _ => Duration::from_millis(u64::from(head) * 20),
     };
-    let config = RetryConfig::new(max_attempts, backoff).unwrap().with_max_retry_after(cap);
+    // Whether a 500 (`Uncertain`) is retried for a call not declared idempotent.
+    let uncertain = match head / 90 % 2 {
+        0 => UncertainRetry::Always,
+        _ => UncertainRetry::IdempotentOnly,
+    };
+    let config = RetryConfig::new(max_attempts, backoff)
+        .unwrap()
+        .with_max_retry_after(cap)
+        .with_uncertain_retry(uncertain);
     let bucket = TokenBucket::new(TokenBucketConfig {
         initial: Tokens::whole(u32::from(head) % 40),
         ..TokenBucketConfig::AWS_SDK_STANDARD
@@ -155,7 +163,8 @@ fuzz_target!(|data: &[u8]| {
                     both.asked.set(None);
                     let now = env.now;
                     let retryable = matches!(v, Verdict::Transient | Verdict::Overload { .. })
-                        || (matches!(v, Verdict::Timeout | Verdict::Uncertain) && idempotent);
+                        || (matches!(v, Verdict::Timeout) && idempotent)
+                        || (matches!(v, Verdict::Uncertain) && uncertain.permits(idempotent));
                     match call.settle(attempt, &v, &mut env) {
                         Next::Done => {
                             assert!(matches!(v, Verdict::Success | Verdict::Answered));

@@ -382,6 +382,7 @@ impl Model {
         // `None` for an outcome that counts for nothing.
         let failed = match verdict {
             Some(Verdict::Success | Verdict::Answered) => Some(false),
+            // An uncertain failure (a 500) counts like a transient one.
             Some(
                 Verdict::Overload { .. }
                 | Verdict::Transient

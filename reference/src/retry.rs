@@ -5,8 +5,9 @@
 //! (`resilix::retry::Retry`'s module docs):
 //!
 //! 1. the verdict: `Success` and `Answered` are done (a `Success` tells the budget);
-//!    `Overload` and `Transient` may be retried; `Timeout` and `Uncertain` only for an
-//!    idempotent call; `Rejected` never;
+//!    `Overload` and `Transient` may be retried; `Timeout` only for an idempotent call;
+//!    `Uncertain` like `Transient`, or, when the config says idempotent-only, like `Timeout`;
+//!    `Rejected` never;
 //! 2. attempts: the attempt just made is the last allowed;
 //! 3. the Retry-After, if any: longer than the cap → `RetryAfterTooLong`; ending at or after
 //!    the deadline → `RetryAfterBeyondDeadline`;
@@ -47,7 +48,7 @@ use resilix::rejection::RejectReason;
 use resilix::retry::budget::RetryBudget;
 use resilix::retry::{
     AttemptOutcome, GiveUpReason, Retry, RetryConfig, RetryDecision, RetryPolicy, RetryState,
-    Strategy,
+    Strategy, UncertainRetry,
 };
 use resilix::time::{Deadline, Instant};
 use resilix::verdict::{Verdict, VerdictKind};
@@ -84,6 +85,9 @@ pub struct RetryModel {
     pub cap: u128,
     /// The longest Retry-After waited for, ns.
     pub max_retry_after: u128,
+    /// Whether an `Uncertain` failure is retried only for an idempotent call (false: for any
+    /// call, the default).
+    pub uncertain_only_if_idempotent: bool,
 }
 
 /// One call's memory in the model.
@@ -122,6 +126,8 @@ impl RetryModel {
             base: backoff.base().as_nanos(),
             cap: backoff.cap().as_nanos(),
             max_retry_after: config.max_retry_after().as_nanos(),
+            uncertain_only_if_idempotent: config.uncertain_retry()
+                == UncertainRetry::IdempotentOnly,
         }
     }
 
@@ -159,7 +165,8 @@ impl RetryModel {
             }
             VerdictKind::Answered => return RetryDecision::Done,
             VerdictKind::Overload | VerdictKind::Transient => true,
-            VerdictKind::Timeout | VerdictKind::Uncertain => s.idempotent,
+            VerdictKind::Timeout => s.idempotent,
+            VerdictKind::Uncertain => s.idempotent || !self.uncertain_only_if_idempotent,
             VerdictKind::Rejected => false,
         };
         if !retryable {
@@ -536,6 +543,42 @@ mod tests {
             ),
             RetryDecision::GiveUp(GiveUpReason::AttemptsExhausted { attempts: 4 })
         );
+    }
+
+    #[test]
+    fn uncertain_is_retried_for_a_post_unless_idempotent_only() {
+        let default = model(Strategy::Exponential, 3);
+        assert!(!default.uncertain_only_if_idempotent);
+        let careful = RetryModel {
+            uncertain_only_if_idempotent: true,
+            ..default
+        };
+        let post = settled(Verdict::Uncertain, 1, 0);
+        let put = Settled {
+            idempotent: true,
+            ..post
+        };
+        let retry = RetryDecision::RetryAt(Instant::from_nanos(10_000_000));
+        let mut rng = SeededRandom::new(3);
+        let mut grant = |_| true;
+        for (m, s, want) in [
+            (default, post, retry),
+            (default, put, retry),
+            (
+                careful,
+                post,
+                RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Uncertain)),
+            ),
+            (careful, put, retry),
+        ] {
+            assert_eq!(
+                m.decide(&mut m.begin(), s, &mut rng, &mut grant),
+                want,
+                "{m:?} {s:?}"
+            );
+        }
+        let config = RetryConfig::DEFAULT.with_uncertain_retry(UncertainRetry::IdempotentOnly);
+        assert!(RetryModel::of(&config).uncertain_only_if_idempotent);
     }
 
     #[test]

@@ -2,12 +2,18 @@
 //!
 //! The column that decides whether a POST runs twice is "may have acted": whether the server
 //! may have carried out the request before answering with this status. A failure where it
-//! cannot have acted is [`Verdict::Transient`], retried for any call; one where it may have is
-//! [`Verdict::Uncertain`] (or [`Verdict::Timeout`]), retried only for a call declared
-//! idempotent ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent), which an
-//! idempotency key makes true for a POST). RFC 9110 §9.2.2: a client "SHOULD NOT automatically
-//! retry a request with a non-idempotent method unless it has some means to know that the
-//! request semantics are actually idempotent".
+//! cannot have acted is [`Verdict::Transient`], retried for any call. One where it may have
+//! is [`Verdict::Uncertain`] (500, 502, other 5xx) or [`Verdict::Timeout`] (504). A timeout
+//! is retried only for a call declared idempotent
+//! ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent)). An `Uncertain`
+//! failure is, by default, retried for any call, as spec v0.4 §3.2 retries every transient
+//! failure: **a POST answered 500 or 502 is sent again and may run twice** (two orders, two
+//! charges), unless it carries an idempotency key the server deduplicates on, which makes the
+//! retry safe. One setting retries those only for idempotent calls:
+//! [`RetryConfig::with_uncertain_retry`](crate::retry::RetryConfig::with_uncertain_retry)`(`[`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly)`)`,
+//! following RFC 9110 §9.2.2: a client "SHOULD NOT automatically retry a request with a
+//! non-idempotent method unless it has some means to know that the request semantics are
+//! actually idempotent". A POST then gives up with `NotRetryable(Uncertain)`.
 //!
 //! | status | verdict | may have acted | source, and why |
 //! |---|---|---|---|
@@ -20,7 +26,7 @@
 //! | 421 Misdirected Request | `Transient` | no | §15.5.20: not processed; "the client MAY retry the request over a different connection" (which connection is the HTTP client's pool's choice) |
 //! | 425 Too Early | `Transient` | no | RFC 8470 §5.2: the server refused to process early data; retry once the handshake is complete |
 //! | 429 Too Many Requests | `Overload`, with Retry-After | no | RFC 6585 §4: slow down |
-//! | 500 Internal Server Error | `Uncertain` | yes | §15.6.1: the server failed, perhaps after acting |
+//! | 500 Internal Server Error | `Uncertain` | yes | §15.6.1: the server failed, perhaps after acting; retried for a POST unless `UncertainRetry::IdempotentOnly` |
 //! | 501 Not Implemented | `Answered` | no | §15.6.2: the server does not support the method; no retry changes that, and it is not the upstream failing |
 //! | 502 Bad Gateway | `Uncertain` | yes | §15.6.3: an invalid response from the next server, which may have acted; not "send less", so not an overload |
 //! | 503 Service Unavailable | `Overload`, with Retry-After | no | §15.6.4: cannot handle the request now, "likely to be alleviated after some delay" |
@@ -36,12 +42,11 @@
 //! makes the condition temporary; on a 3xx it belongs to the redirect.
 //!
 //! **Differences from the v0.4 spec.** Its table read 408 as a timeout (retried only for
-//! idempotent calls) and every other 5xx as transient (retried for any call). RFC 9110 wins:
-//! 408 is the one failure the RFC says is always safe to repeat; 500 and 502 may have done
-//! the work, so they are retried only for idempotent calls (declare the call idempotent —
-//! with an idempotency key for a POST — to have them retried, or classify with a closure that
-//! maps them to `Transient` to restore the old table); 501, 505 and 511 are answers, neither
-//! retried nor counted against the upstream's health.
+//! idempotent calls) and every other 5xx as transient (retried for any call). RFC 9110 wins
+//! where it is clear: 408 is the one failure the RFC says is always safe to repeat; 501, 505
+//! and 511 are answers, neither retried nor counted against the upstream's health. 500 and 502
+//! keep the spec's retry (§3.2) but are told apart as `Uncertain`, so that
+//! `UncertainRetry::IdempotentOnly` can withhold it from non-idempotent calls.
 //!
 //! ```
 //! use core::time::Duration;
@@ -61,7 +66,7 @@
 //! );
 //! assert_eq!(HttpStatus.classify(&404u16), Verdict::Answered);
 //! assert_eq!(HttpStatus.classify(&408u16), Verdict::Transient); // safe to repeat, even a POST
-//! assert_eq!(HttpStatus.classify(&500u16), Verdict::Uncertain); // a POST is not repeated
+//! assert_eq!(HttpStatus.classify(&500u16), Verdict::Uncertain); // a POST is repeated, by default
 //! ```
 
 use core::time::Duration;
@@ -306,29 +311,44 @@ mod tests {
 
     #[test]
     fn may_have_acted_decides_idempotent_only_retries() {
-        use crate::retry::retryable;
-        // (status, retried for a POST, retried for an idempotent call, breaker failure)
-        for (status, post, idempotent, failure) in [
-            (408, true, true, true),
-            (421, true, true, true),
-            (425, true, true, true),
-            (429, true, true, true),
-            (503, true, true, true),
-            (500, false, true, true),
-            (502, false, true, true),
-            (504, false, true, true),
-            (501, false, false, false),
-            (505, false, false, false),
-            (511, false, false, false),
-            (404, false, false, false),
+        use crate::retry::{UncertainRetry, retryable, retryable_with};
+        // (status, retried for a POST by default, for a POST under IdempotentOnly, for an
+        // idempotent call under either, breaker failure)
+        for (status, post, careful_post, idempotent, failure) in [
+            (408, true, true, true, true),
+            (421, true, true, true, true),
+            (425, true, true, true, true),
+            (429, true, true, true, true),
+            (503, true, true, true, true),
+            (500, true, false, true, true),
+            (502, true, false, true, true),
+            (507, true, false, true, true),
+            (504, false, false, true, true),
+            (501, false, false, false, false),
+            (505, false, false, false, false),
+            (511, false, false, false, false),
+            (404, false, false, false, false),
         ] {
             let v = classify_status(status, None);
+            let always = UncertainRetry::Always;
+            let careful = UncertainRetry::IdempotentOnly;
             assert_eq!(retryable(&v, false).is_ok(), post, "{status} for a POST");
+            assert_eq!(retryable_with(&v, false, always), retryable(&v, false));
             assert_eq!(
-                retryable(&v, true).is_ok(),
-                idempotent,
-                "{status} idempotent"
+                retryable_with(&v, false, careful).is_ok(),
+                careful_post,
+                "{status} for a POST, idempotent-only"
             );
+            for setting in [always, careful] {
+                assert_eq!(
+                    retryable_with(&v, true, setting).is_ok(),
+                    idempotent,
+                    "{status} idempotent, {setting:?}"
+                );
+            }
+            // Where the server may have acted, only the setting or the flag separates a retry
+            // from a give-up; where it cannot have, neither matters.
+            assert_eq!(post != careful_post, v == Verdict::Uncertain, "{status}");
             assert_eq!(v.is_failure(), failure, "{status} breaker failure");
         }
     }

@@ -10,7 +10,7 @@ use crate::retry::backoff::Backoff;
 ///
 /// ```
 /// use core::time::Duration;
-/// use resilix::retry::{Backoff, RetryConfig, Strategy};
+/// use resilix::retry::{Backoff, RetryConfig, Strategy, UncertainRetry};
 ///
 /// let config = RetryConfig::new(
 ///     4,
@@ -21,6 +21,10 @@ use crate::retry::backoff::Backoff;
 /// assert_eq!(RetryConfig::DEFAULT.max_retry_after(), Duration::from_secs(300)); // Envoy
 /// let patient = config.with_max_retry_after(Duration::from_secs(3_600));
 /// assert_eq!(patient.max_retry_after(), Duration::from_secs(3_600));
+/// // Spec §3.2: a 500 (`Uncertain`) is retried like any transient failure, even for a POST.
+/// assert_eq!(RetryConfig::DEFAULT.uncertain_retry(), UncertainRetry::Always);
+/// let careful = config.with_uncertain_retry(UncertainRetry::IdempotentOnly);
+/// assert_eq!(careful.uncertain_retry(), UncertainRetry::IdempotentOnly);
 /// # Ok::<(), resilix::retry::RetryConfigError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,16 +34,66 @@ pub struct RetryConfig {
     backoff: Backoff,
     /// Whole nanoseconds, saturating (as the backoff stores its own).
     max_retry_after_nanos: u64,
+    uncertain_retry: UncertainRetry,
+}
+
+/// Whether a failure after which the upstream may have done the work
+/// ([`Verdict::Uncertain`](crate::Verdict::Uncertain): HTTP 500, 502, other 5xx) is retried
+/// for a call not declared idempotent. Set with [`RetryConfig::with_uncertain_retry`].
+///
+/// Under the default, [`Always`](Self::Always), **a POST answered 500 is sent again and may
+/// run twice** (two orders, two payments) unless the request carries an idempotency key the
+/// server deduplicates on. [`IdempotentOnly`](Self::IdempotentOnly) stops that: such a call
+/// then gives up with
+/// [`GiveUpReason::NotRetryable`](crate::retry::GiveUpReason::NotRetryable)`(Uncertain)`.
+/// A timeout is always retried only for an idempotent call, whatever this says: a timed-out
+/// attempt is as likely as not still running, where a 5xx usually means it failed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum UncertainRetry {
+    /// Retried for any call, like `Transient` (the default): the behaviour spec v0.4 §3.2
+    /// prescribes for transient failures, which a 5xx was before `Uncertain` split from it,
+    /// and what most HTTP clients' retry layers do for a 500/502 when told to retry it.
+    #[default]
+    Always,
+    /// Retried only for a call declared idempotent
+    /// ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent)), like `Timeout`:
+    /// RFC 9110 §9.2.2, "a client SHOULD NOT automatically retry a request with a
+    /// non-idempotent method unless it has some means to know that the request semantics are
+    /// actually idempotent, regardless of the method, or some means to detect that the original
+    /// request was never applied".
+    IdempotentOnly,
+}
+
+impl UncertainRetry {
+    /// Whether an `Uncertain` failure of a call with this `idempotent` flag may be retried.
+    ///
+    /// ```
+    /// use resilix::retry::UncertainRetry;
+    ///
+    /// assert!(UncertainRetry::Always.permits(false));
+    /// assert!(!UncertainRetry::IdempotentOnly.permits(false));
+    /// assert!(UncertainRetry::IdempotentOnly.permits(true));
+    /// ```
+    pub const fn permits(self, idempotent: bool) -> bool {
+        match self {
+            UncertainRetry::Always => true,
+            UncertainRetry::IdempotentOnly => idempotent,
+        }
+    }
 }
 
 impl RetryConfig {
     /// Three attempts counting the first (Google SRE: "a per-request retry budget of up to
     /// three attempts"), with [`Backoff::DEFAULT`] (full jitter, spec §3.1) and
-    /// [`DEFAULT_MAX_RETRY_AFTER`](Self::DEFAULT_MAX_RETRY_AFTER).
+    /// [`DEFAULT_MAX_RETRY_AFTER`](Self::DEFAULT_MAX_RETRY_AFTER), and
+    /// [`UncertainRetry::Always`] (spec v0.4 §3.2: transient failures are retried; a POST
+    /// answered 500 is sent again).
     pub const DEFAULT: RetryConfig = RetryConfig {
         max_attempts: 3,
         backoff: Backoff::DEFAULT,
         max_retry_after_nanos: 300_000_000_000,
+        uncertain_retry: UncertainRetry::Always,
     };
 
     /// The longest upstream `Retry-After` a call waits for by default: 300 s, the default of
@@ -70,6 +124,7 @@ impl RetryConfig {
             max_attempts,
             backoff,
             max_retry_after_nanos: RetryConfig::DEFAULT.max_retry_after_nanos,
+            uncertain_retry: RetryConfig::DEFAULT.uncertain_retry,
         })
     }
 
@@ -86,6 +141,22 @@ impl RetryConfig {
             max_retry_after_nanos: crate::time::duration_as_nanos_saturating(cap),
             ..self
         }
+    }
+
+    /// The same config, retrying an [`Uncertain`](crate::Verdict::Uncertain) failure (HTTP
+    /// 500, 502, other 5xx: the server may have acted) as `uncertain` says.
+    /// `UncertainRetry::IdempotentOnly` is the one setting that keeps a POST answered 500
+    /// from being sent twice (RFC 9110 §9.2.2); the default is [`UncertainRetry::Always`].
+    pub const fn with_uncertain_retry(self, uncertain: UncertainRetry) -> Self {
+        RetryConfig {
+            uncertain_retry: uncertain,
+            ..self
+        }
+    }
+
+    /// When an `Uncertain` failure is retried ([`UncertainRetry::Always`] unless set).
+    pub const fn uncertain_retry(&self) -> UncertainRetry {
+        self.uncertain_retry
     }
 
     /// The most attempts a call makes, the first included.
@@ -188,10 +259,27 @@ mod tests {
             let c = c.with_max_retry_after(cap);
             assert_eq!(c.max_retry_after(), cap);
             assert_eq!((c.max_attempts(), c.backoff()), (4, Backoff::NONE));
+            assert_eq!(c.uncertain_retry(), UncertainRetry::Always);
         }
         assert_eq!(
             c.with_max_retry_after(Duration::MAX).max_retry_after(),
             Duration::from_nanos(u64::MAX)
+        );
+    }
+
+    #[test]
+    fn uncertain_failures_are_retried_for_any_call_unless_set() {
+        let c = RetryConfig::new(4, Backoff::NONE).unwrap();
+        assert_eq!(c.uncertain_retry(), UncertainRetry::Always);
+        assert_eq!(UncertainRetry::default(), UncertainRetry::Always);
+        let careful = c
+            .with_max_retry_after(Duration::from_secs(7))
+            .with_uncertain_retry(UncertainRetry::IdempotentOnly);
+        assert_eq!(careful.uncertain_retry(), UncertainRetry::IdempotentOnly);
+        assert_eq!(careful.max_retry_after(), Duration::from_secs(7));
+        assert_eq!(
+            careful.with_uncertain_retry(UncertainRetry::Always),
+            c.with_max_retry_after(Duration::from_secs(7))
         );
     }
 

@@ -3,12 +3,17 @@
 //! Retry is the outermost slot of a [`Pipeline`](crate::pipeline::Pipeline) and each attempt
 //! re-enters the whole stack, so the breaker, limiter and rate limiter are consulted again.
 //! What may be retried follows the verdict (spec §3.2): `Answered` and `Rejected` never,
-//! `Overload` and `Transient` yes, `Timeout` and `Uncertain` (the upstream may have acted on
-//! the request) only when the caller declared the operation idempotent. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
+//! `Overload` and `Transient` yes, `Timeout` only when the caller declared the operation
+//! idempotent. `Uncertain` (an HTTP 500 or 502: the upstream may have acted on the request)
+//! is retried like `Transient` by default, so **a POST answered 500 may run twice**;
+//! [`RetryConfig::with_uncertain_retry`]`(`[`UncertainRetry::IdempotentOnly`]`)` retries it
+//! only for idempotent calls (RFC 9110 §9.2.2), and an idempotency key makes the default
+//! safe. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
 //! collapsed into "would have retried but the budget said no".
 //!
 //! * [`Backoff`] and [`Strategy`]: the delay formulas of spec §3.1 (full jitter by default).
-//! * [`RetryConfig`]: max attempts (3, Google SRE) and the backoff.
+//! * [`RetryConfig`]: max attempts (3, Google SRE), the backoff, the Retry-After cap, and
+//!   [`UncertainRetry`].
 //! * [`Retry`]: the policy — verdict rule, backoff, Retry-After, deadline, budget.
 //! * [`budget`]: the shared [`RetryBudget`](budget::RetryBudget)s (SRE ratio, token bucket).
 
@@ -20,7 +25,7 @@ pub mod config;
 pub mod policy;
 
 pub use backoff::{Backoff, Strategy};
-pub use config::{RetryConfig, RetryConfigError};
+pub use config::{RetryConfig, RetryConfigError, UncertainRetry};
 pub use policy::{Retry, RetryState};
 
 use crate::observe::Observer;
@@ -68,8 +73,8 @@ pub enum RetryDecision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum GiveUpReason {
-    /// The verdict may not be retried (answered, rejected, or a timeout or uncertain failure
-    /// of a call not declared idempotent).
+    /// The verdict may not be retried (answered, rejected, a timeout of a call not declared
+    /// idempotent, or an uncertain failure of one under [`UncertainRetry::IdempotentOnly`]).
     NotRetryable(VerdictKind),
     /// Every allowed attempt was made.
     AttemptsExhausted {
@@ -179,8 +184,9 @@ pub trait RetryPolicy {
     ) -> RetryDecision;
 }
 
-/// The verdict rule of spec §3.2, shared by every retry policy: `Ok(())` when the verdict may
-/// be retried at all, `Err(Done)` for an answer, `Err(GiveUp)` for a failure that must not be.
+/// The verdict rule of spec §3.2 under the default [`UncertainRetry::Always`]: `Ok(())` when
+/// the verdict may be retried at all, `Err(Done)` for an answer, `Err(GiveUp)` for a failure
+/// that must not be. [`retryable_with`] takes the setting.
 ///
 /// ```
 /// use resilix::retry::{retryable, GiveUpReason, RetryDecision};
@@ -193,16 +199,45 @@ pub trait RetryPolicy {
 ///     Err(RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Timeout)))
 /// );
 /// assert_eq!(retryable(&Verdict::Timeout, true), Ok(()));
-/// // A 500 may have done the work: like a timeout, retried only when idempotent.
-/// assert_eq!(retryable(&Verdict::Uncertain, true), Ok(()));
-/// assert!(retryable(&Verdict::Uncertain, false).is_err());
+/// // A 500 may have done the work, yet by default it is retried like any transient
+/// // failure, for a POST too: the POST may run twice.
+/// assert_eq!(retryable(&Verdict::Uncertain, false), Ok(()));
 /// ```
 pub const fn retryable(verdict: &Verdict, idempotent: bool) -> Result<(), RetryDecision> {
+    retryable_with(verdict, idempotent, UncertainRetry::Always)
+}
+
+/// The verdict rule of spec §3.2 with `uncertain` deciding an
+/// [`Uncertain`](Verdict::Uncertain) failure ([`RetryConfig::uncertain_retry`]); the rest as
+/// [`retryable`].
+///
+/// ```
+/// use resilix::retry::{retryable_with, GiveUpReason, RetryDecision, UncertainRetry};
+/// use resilix::{Verdict, VerdictKind};
+///
+/// let post = false;
+/// assert_eq!(retryable_with(&Verdict::Uncertain, post, UncertainRetry::Always), Ok(()));
+/// assert_eq!(
+///     retryable_with(&Verdict::Uncertain, post, UncertainRetry::IdempotentOnly),
+///     Err(RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Uncertain)))
+/// );
+/// assert_eq!(retryable_with(&Verdict::Uncertain, true, UncertainRetry::IdempotentOnly), Ok(()));
+/// // The setting is about `Uncertain` only: a timeout still needs an idempotent call.
+/// assert!(retryable_with(&Verdict::Timeout, post, UncertainRetry::Always).is_err());
+/// ```
+pub const fn retryable_with(
+    verdict: &Verdict,
+    idempotent: bool,
+    uncertain: UncertainRetry,
+) -> Result<(), RetryDecision> {
     match verdict {
         Verdict::Success | Verdict::Answered => Err(RetryDecision::Done),
         Verdict::Overload { .. } | Verdict::Transient => Ok(()),
-        // The upstream may have done the work: a retry may do it twice.
-        Verdict::Timeout | Verdict::Uncertain if idempotent => Ok(()),
+        // A timed-out attempt may still be running upstream: a retry may do the work twice.
+        Verdict::Timeout if idempotent => Ok(()),
+        // The upstream may have done the work too, but spec §3.2 retries a 5xx unless the
+        // caller asked for RFC 9110 §9.2.2's caution.
+        Verdict::Uncertain if uncertain.permits(idempotent) => Ok(()),
         Verdict::Timeout | Verdict::Uncertain | Verdict::Rejected(_) => Err(RetryDecision::GiveUp(
             GiveUpReason::NotRetryable(verdict.kind()),
         )),

@@ -4,8 +4,9 @@
 //! After each attempt, [`Retry::decide`](RetryPolicy::decide) asks, in this order, and the
 //! first "no" is the give-up reason:
 //!
-//! 1. May this verdict be retried at all? ([`retryable`]: `Answered` and `Rejected` never,
-//!    `Timeout` only when the call is idempotent.) → [`GiveUpReason::NotRetryable`]
+//! 1. May this verdict be retried at all? ([`retryable_with`]: `Answered` and `Rejected`
+//!    never, `Timeout` only when the call is idempotent, `Uncertain` as
+//!    [`RetryConfig::uncertain_retry`] says.) → [`GiveUpReason::NotRetryable`]
 //! 2. Is an attempt left? → [`GiveUpReason::AttemptsExhausted`]
 //! 3. Is the upstream's Retry-After within the longest wait we accept
 //!    ([`RetryConfig::max_retry_after`], 300 s by default)? → [`GiveUpReason::RetryAfterTooLong`]
@@ -43,6 +44,14 @@
 //! **Timeouts.** A timed-out attempt may still be running upstream, so a retry can do the work
 //! twice. It is retried only when the caller declares the operation idempotent
 //! ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent)); we never assume it.
+//!
+//! **Uncertain failures** (HTTP 500, 502: the server failed, perhaps after acting). By
+//! default they are retried for any call, as spec v0.4 §3.2 retries transient failures: a
+//! POST answered 500 is sent again and may run twice, which is safe when it carries an
+//! idempotency key the server deduplicates on. With
+//! [`RetryConfig::with_uncertain_retry`]`(`[`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly)`)`
+//! they are retried only for idempotent calls, as RFC 9110 §9.2.2 advises, and a POST gives
+//! up with `NotRetryable(Uncertain)`.
 
 use core::time::Duration;
 
@@ -52,7 +61,7 @@ use crate::random::Random;
 use crate::retry::backoff::Backoff;
 use crate::retry::budget::{RetryBudget, Unlimited};
 use crate::retry::config::RetryConfig;
-use crate::retry::{AttemptOutcome, GiveUpReason, RetryDecision, RetryPolicy, retryable};
+use crate::retry::{AttemptOutcome, GiveUpReason, RetryDecision, RetryPolicy, retryable_with};
 use crate::time::{Instant, duration_as_nanos_saturating};
 use crate::verdict::{Verdict, VerdictKind};
 
@@ -170,7 +179,8 @@ impl<B: RetryBudget> RetryPolicy for Retry<B> {
         if attempt == 1 && verdict.is_counted() {
             self.budget.record_first_attempt(now);
         }
-        if let Err(decision) = retryable(&verdict, outcome.idempotent) {
+        let uncertain = self.config.uncertain_retry();
+        if let Err(decision) = retryable_with(&verdict, outcome.idempotent, uncertain) {
             if let Verdict::Success = verdict {
                 self.budget.record_success(now, state.last_retry_after);
             }
@@ -321,6 +331,38 @@ mod tests {
         };
         assert_eq!(
             decide_at(&r, &mut s, o, Instant::ZERO),
+            RetryDecision::RetryAt(Instant::from_millis(10))
+        );
+    }
+
+    #[test]
+    fn uncertain_is_retried_for_a_post_unless_set_idempotent_only() {
+        use crate::retry::UncertainRetry;
+        let post = outcome(Verdict::Uncertain, 1);
+        let put = AttemptOutcome {
+            idempotent: true,
+            ..post
+        };
+        // Default (spec §3.2): a POST answered 500 is retried after its backoff.
+        let r = Retry::unbudgeted(exp(3));
+        for o in [post, put] {
+            let mut s = r.begin(Instant::ZERO);
+            assert_eq!(
+                decide_at(&r, &mut s, o, Instant::ZERO),
+                RetryDecision::RetryAt(Instant::from_millis(10)),
+                "{o:?}"
+            );
+        }
+        // IdempotentOnly (RFC 9110 §9.2.2): the POST gives up, the PUT is still retried.
+        let r = Retry::unbudgeted(exp(3).with_uncertain_retry(UncertainRetry::IdempotentOnly));
+        let mut s = r.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r, &mut s, post, Instant::ZERO),
+            RetryDecision::GiveUp(GiveUpReason::NotRetryable(VerdictKind::Uncertain))
+        );
+        let mut s = r.begin(Instant::ZERO);
+        assert_eq!(
+            decide_at(&r, &mut s, put, Instant::ZERO),
             RetryDecision::RetryAt(Instant::from_millis(10))
         );
     }
