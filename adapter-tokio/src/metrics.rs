@@ -13,7 +13,7 @@
 //! | `resilix_attempts_total` | counter | `upstream`, `verdict`: `success`, `answered`, `overload`, `transient`, `timeout`, `rejected` |
 //! | `resilix_attempt_duration_seconds` | histogram | `upstream` (settled attempts only: shed calls never pollute it) |
 //! | `resilix_retries_total` | counter | `upstream`, `after` (the verdict that is retried, as `verdict` above) |
-//! | `resilix_retry_give_ups_total` | counter | `upstream`, `reason`: `not-retryable`, `attempts-exhausted`, `budget-exceeded`, `deadline-would-pass`, `retry-after-beyond-deadline`; `after` (the last attempt's verdict) |
+//! | `resilix_retry_give_ups_total` | counter | `upstream`, `reason`: `not-retryable`, `attempts-exhausted`, `budget-exceeded`, `deadline-would-pass`, `retry-after-beyond-deadline`, `retry-after-too-long`; `after` (the last attempt's verdict) |
 //! | `resilix_circuit_transitions_total` | counter | `upstream`, `from`, `to`: `closed`, `open`, `half-open`, `forced-open`, `disabled`; `cause`: `failure-rate`, `slow-call-rate`, `consecutive-failures`, `wait-elapsed`, `probes-succeeded`, `probes-failed`, `operator` |
 //! | `resilix_concurrency_limit` | gauge | `upstream` (the adaptive limiter's concurrency limit, set at every change) |
 //! | `resilix_fallbacks_total` | counter | `upstream`, `cause`: `refused`, `gave-up`, `deadline`; `reason`: the rejection's reason code, the give-up reason, or `deadline-passed` |
