@@ -87,7 +87,9 @@ fn known_deviation(value: &[u8]) -> Option<&'static str> {
     }
     if value
         .iter()
-        .any(|b| b.is_ascii_whitespace() && !matches!(b, b' ' | b'\t'))
+        // `str::trim` (httpdate) trims Unicode white space, which includes the vertical tab
+        // that `is_ascii_whitespace` leaves out.
+        .any(|b| (b.is_ascii_whitespace() || *b == 0x0b) && !matches!(b, b' ' | b'\t'))
     {
         return Some("whitespace other than OWS");
     }
