@@ -11,7 +11,8 @@ use core::time::Duration;
 use proptest::prelude::*;
 use resilix::Verdict;
 use resilix::breaker::{
-    Breaker, CallRing, CircuitState, Config, OpenBackoff, OutcomeWindow, SlowCalls, TimeBuckets,
+    Breaker, CallRing, CircuitState, Config, ConfigError, OpenBackoff, OutcomeWindow, SlowCalls,
+    TimeBuckets,
 };
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
@@ -127,7 +128,30 @@ fn run_shape(
     gaps: Gaps,
     steps: u64,
 ) -> Result<(), String> {
+    // A time window shorter than 8 ns per bucket is refused (its own error, checked here).
+    let too_short = |l: Duration, b: u32| l < Duration::from_nanos(8) * b;
     match shape {
+        Shape::Time10(l) if too_short(l, 10) => {
+            assert_eq!(
+                Breaker::<TimeBuckets<10>>::time_based(config, l).err(),
+                Some(ConfigError::WindowShorterThanBuckets)
+            );
+            Ok(())
+        }
+        Shape::Time3(l) if too_short(l, 3) => {
+            assert_eq!(
+                Breaker::<TimeBuckets<3>>::time_based(config, l).err(),
+                Some(ConfigError::WindowShorterThanBuckets)
+            );
+            Ok(())
+        }
+        Shape::Time1(l) if too_short(l, 1) => {
+            assert_eq!(
+                Breaker::<TimeBuckets<1>>::time_based(config, l).err(),
+                Some(ConfigError::WindowShorterThanBuckets)
+            );
+            Ok(())
+        }
         Shape::Time10(l) => run(
             &Breaker::<TimeBuckets<10>>::time_based(config, l).unwrap(),
             Model::time_based(config, l, 10),

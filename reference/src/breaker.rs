@@ -229,7 +229,7 @@ impl Model {
         Model::new(
             config,
             Window::Time {
-                bucket: nanos(length).div_ceil(buckets).max(4),
+                bucket: nanos(length).div_ceil(buckets).max(8),
                 buckets,
                 periods: VecDeque::new(),
             },

@@ -248,6 +248,9 @@ pub enum ConfigError {
     HalfOpenWaitZero,
     /// The window is empty (zero length, zero calls, or zero buckets).
     WindowEmpty,
+    /// A time window shorter than 8 ns per bucket: its buckets could not be kept apart across
+    /// idle gaps (see `time::era`), and a longer window than asked would be used in silence.
+    WindowShorterThanBuckets,
     /// A count window larger than its ring's capacity.
     WindowAboveCapacity {
         /// As configured.
@@ -318,6 +321,9 @@ impl fmt::Display for ConfigError {
             ConfigError::WindowEmpty => {
                 f.write_str("the window is empty: give it a length, calls, and buckets")
             }
+            ConfigError::WindowShorterThanBuckets => f.write_str(
+                "the time window is shorter than 8 ns per bucket: lengthen it or use fewer buckets",
+            ),
             ConfigError::WindowAboveCapacity { calls, capacity } => write!(
                 f,
                 "a window of {calls} calls exceeds the ring's capacity of {capacity}: use more words (16 calls each)"

@@ -306,6 +306,11 @@ impl<const B: usize> Breaker<TimeBuckets<B>> {
             if B == 0 || length.is_zero() {
                 return Err(ConfigError::WindowEmpty);
             }
+            if crate::time::duration_as_nanos_saturating(length)
+                < (B as u64).saturating_mul(crate::window::MIN_BUCKET_NANOS)
+            {
+                return Err(ConfigError::WindowShorterThanBuckets);
+            }
             Ok(Breaker {
                 config,
                 scale: t.scale,

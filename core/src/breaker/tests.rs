@@ -683,6 +683,13 @@ fn count_window_edges_are_validated() {
         Breaker::<TimeBuckets<4>>::time_based(c, Duration::ZERO).err(),
         Some(ConfigError::WindowEmpty)
     );
+    // 8 ns per bucket at the least: 31 ns in 4 buckets is refused, 32 ns is not.
+    assert_eq!(
+        Breaker::<TimeBuckets<4>>::time_based(c, Duration::from_nanos(31)).err(),
+        Some(ConfigError::WindowShorterThanBuckets)
+    );
+    assert!(Breaker::<TimeBuckets<4>>::time_based(c, Duration::from_nanos(32)).is_ok());
+
     assert_eq!(
         Breaker::new(Config {
             half_open_probes: 0,

@@ -372,14 +372,23 @@ mod tests {
                 .iter()
                 .all(|r| r[2].parse::<u64>().unwrap() > 100_000)
         );
-        assert!(runs.rows[0][4].parse::<u64>().unwrap() > 0);
+        let row = |name: &str| runs.rows.iter().find(|r| r[0] == name).expect(name);
+        assert!(row("bulkhead cap 4")[4].parse::<u64>().unwrap() > 0);
         // A bulkhead holds nothing after ten idle minutes (no call lasts over 2 s), so it
-        // refuses no first call after one, and none at night.
-        assert!(
-            runs.rows.iter().all(|r| r[5] == "0" && r[8] == "0"),
-            "{:?}",
-            runs.rows
-        );
+        // refuses no first call after one, and none at night. (Rate limits may: a fan-out of
+        // up to 8 calls at one instant can exceed a burst however long the silence before.)
+        for r in runs.rows.iter().filter(|r| r[0].starts_with("bulkhead")) {
+            assert!(r[5] == "0" && r[8] == "0", "{r:?}");
+        }
+        // Nor does a breaker or the limiter after ten idle minutes: the breaker's open wait
+        // (5 s to 5 min) is over, and the limiter's in-flight count is back to zero.
+        for r in runs
+            .rows
+            .iter()
+            .filter(|r| r[0].starts_with("breaker") || r[0].starts_with("limiter"))
+        {
+            assert_eq!(r[8], "0", "{r:?}");
+        }
         let hours = s.tables.iter().find(|t| t.name == "hours").unwrap();
         assert_eq!(hours.rows.len(), 24);
     }
