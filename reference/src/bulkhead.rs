@@ -94,6 +94,16 @@ impl<'b, H: ReleaseHook> BulkheadTwin<'b, H> {
         }
     }
 
+    /// Twins `real` with a given model: to show that a wrong model is caught.
+    pub fn with_model(real: &'b Bulkhead<H>, model: Model) -> Self {
+        assert_eq!(real.held(), 0, "a twin starts from an idle bulkhead");
+        BulkheadTwin {
+            real,
+            permits: Vec::new(),
+            model,
+        }
+    }
+
     /// The model, as it stands.
     pub const fn model(&self) -> &Model {
         &self.model
