@@ -26,6 +26,7 @@
 pub mod breaker;
 pub mod bulkhead;
 pub mod limiter;
+pub mod pipeline;
 pub mod rate_limit;
 pub mod retry;
 pub mod timeline;
