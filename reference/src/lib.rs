@@ -27,6 +27,7 @@ pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
 pub mod limiter;
+pub mod pipeline;
 pub mod rate_limit;
 pub mod retry;
 pub mod throttler;

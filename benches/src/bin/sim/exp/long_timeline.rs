@@ -20,6 +20,7 @@ use resilix::time::Instant;
 use resilix_reference::breaker::{BreakerTwin, Model as BreakerModel};
 use resilix_reference::bulkhead::BulkheadTwin;
 use resilix_reference::limiter::LimiterTwin;
+use resilix_reference::pipeline::{Models as PipelineModels, PipelineTwin, Policies};
 use resilix_reference::rate_limit::{KeyedTwin, RateLimitTwin};
 use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::traffic::{Call, Phase, Scenario};
@@ -117,6 +118,40 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         let real: Throttler = Throttler::new(config).expect("the default is valid");
         drive_scenario_with(&mut ThrottlerTwin::new(&real, &config), s, rng, decided)
     }
+    fn pipeline<const CAP: u32, const PER_SECOND: u32, const BURST: u32>(
+        s: &Scenario,
+        rng: &mut SeededRandom,
+        decided: &mut dyn FnMut(&Call, Decision),
+    ) -> Result<Report, Mismatch> {
+        // Breaker → limiter → bulkhead → rate limit (spec §7), each at its default but the
+        // bulkhead's cap and the rate, beside the composition of their models.
+        let breaker_config = BreakerConfig::DEFAULT;
+        let limiter_config = LimiterConfig::gradient2();
+        let rate = RateLimitConfig::new(Rate::per_second(PER_SECOND)).with_burst(BURST);
+        let breaker = Breaker::new(breaker_config).expect("the default is valid");
+        let limiter = Limiter::new(limiter_config).expect("the default is valid");
+        let bulkhead = Bulkhead::new(BulkheadConfig::new(CAP).expect("a cap above zero"));
+        let rate_limit = RateLimiter::new(rate).expect("valid");
+        let policies = Policies {
+            breaker: &breaker,
+            limiter: &limiter,
+            bulkhead: &bulkhead,
+            rate_limit: &rate_limit,
+        };
+        let real = policies.pipeline();
+        let models = PipelineModels::new(
+            BreakerModel::time_based(breaker_config, DEFAULT_WINDOW, 10),
+            &limiter_config,
+            CAP,
+            rate,
+        );
+        drive_scenario_with(
+            &mut PipelineTwin::new(&real, policies, models),
+            s,
+            rng,
+            decided,
+        )
+    }
     vec![
         ("throttler default (K 2, 2 min window)", throttler),
         ("rate limit 100/s burst 10", rate_limit::<100, 10>),
@@ -133,6 +168,17 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         (
             "bulkhead default",
             bulkhead::<{ BulkheadConfig::DEFAULT_MAX_CONCURRENT }>,
+        ),
+        // The whole pipeline: at the defaults (bulkhead 25, 100/s burst 10), and tight (a
+        // bulkhead of 4 that the outage fills, 20/s burst 5 that the bursts exceed), where
+        // refusals by inner policies cancel the outer ones' admissions.
+        (
+            "full pipeline defaults (breaker, gradient2, bulkhead 25, 100/s burst 10)",
+            pipeline::<{ BulkheadConfig::DEFAULT_MAX_CONCURRENT }, 100, 10>,
+        ),
+        (
+            "full pipeline tight (bulkhead 4, 20/s burst 5)",
+            pipeline::<4, 20, 5>,
         ),
     ]
 }
@@ -374,21 +420,31 @@ mod tests {
         );
         let row = |name: &str| runs.rows.iter().find(|r| r[0] == name).expect(name);
         assert!(row("bulkhead cap 4")[4].parse::<u64>().unwrap() > 0);
-        // A bulkhead holds nothing after ten idle minutes (no call lasts over 2 s), so it
-        // refuses no first call after one, and none at night. (Rate limits may: a fan-out of
-        // up to 8 calls at one instant can exceed a burst however long the silence before.)
-        for r in runs.rows.iter().filter(|r| r[0].starts_with("bulkhead")) {
-            assert!(r[5] == "0" && r[8] == "0", "{r:?}");
-        }
-        // Nor does a breaker or the limiter after ten idle minutes: the breaker's open wait
-        // (5 s to 5 min) is over, and the limiter's in-flight count is back to zero.
-        for r in runs
+        // A bulkhead holds nothing after ten idle minutes (no call lasts over 2 s), a bucket of
+        // burst 10 is full again, a breaker closed, so none of them, nor the pipeline of
+        // them, refuses a first call after one, or any at night. Not the keyed limiter: the
+        // tenants without an entry share one overflow bucket of burst 5, which a night
+        // fan-out (up to 8 calls at one instant) can exceed, and its model refuses the same
+        // call (LT1).
+        assert!(
+            runs.rows
+                .iter()
+                .filter(|r| !r[0].starts_with("keyed"))
+                .all(|r| r[5] == "0" && r[8] == "0"),
+            "{:?}",
+            runs.rows
+        );
+        // The full pipeline runs, and the tight one refuses in the bursts and the outage:
+        // inner policies refuse after outer ones admitted, and the models cancel alike.
+        let tight = runs
             .rows
             .iter()
-            .filter(|r| r[0].starts_with("breaker") || r[0].starts_with("limiter"))
-        {
-            assert_eq!(r[8], "0", "{r:?}");
-        }
+            .find(|r| r[0].starts_with("full pipeline tight"))
+            .expect("the pipeline runs");
+        assert!(
+            tight[6].parse::<u64>().unwrap() > 0 && tight[7].parse::<u64>().unwrap() > 0,
+            "{tight:?}"
+        );
         let hours = s.tables.iter().find(|t| t.name == "hours").unwrap();
         assert_eq!(hours.rows.len(), 24);
     }
