@@ -272,6 +272,7 @@ fn every_rejection_reason_and_verdict_has_its_series() {
         Verdict::Answered,
         Verdict::Overload { retry_after: None },
         Verdict::Transient,
+        Verdict::Uncertain,
         Verdict::Timeout,
         Verdict::Rejected(RejectReason::RateLimited),
     ];
