@@ -96,7 +96,19 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let length = duration(&mut rng, 50);
-    match rng.below(4) {
+    let shape = rng.below(4);
+    // A time window shorter than 8 ns per bucket is refused with its own error.
+    let buckets = [10u32, 3, 1, 0][shape as usize];
+    if buckets > 0 && length < Duration::from_nanos(8) * buckets {
+        let refused = match shape {
+            0 => Breaker::<TimeBuckets<10>>::time_based(config, length).err(),
+            1 => Breaker::<TimeBuckets<3>>::time_based(config, length).err(),
+            _ => Breaker::<TimeBuckets<1>>::time_based(config, length).err(),
+        };
+        assert_eq!(refused, Some(resilix::breaker::ConfigError::WindowShorterThanBuckets));
+        return;
+    }
+    match shape {
         0 => run(
             &Breaker::<TimeBuckets<10>>::time_based(config, length).unwrap(),
             Model::time_based(config, length, 10),

@@ -57,6 +57,11 @@ pub(crate) const fn era_of(count: u64, bits: u32) -> u32 {
     }
 }
 
+/// How many eras behind the era it read a writer's `now` may lie before [`Era::cover`] takes it
+/// for time gone backwards and sets the era to its own: three, the lag up to which a stamp is
+/// still read exactly (see the module docs).
+pub(crate) const BACKWARD_ERAS: u32 = 3;
+
 /// The companion of a stored count: the newest era any writer of it has published from.
 #[derive(Debug)]
 pub(crate) struct Era(AtomicU32);
@@ -82,11 +87,22 @@ impl Era {
     /// Makes the era cover `now` (the writer's own full count) before a word written at
     /// `now` is published. `seen` is the era read with the word; the read-modify-write
     /// happens only when `now` is in a later era, at most once per era per word.
+    ///
+    /// A writer whose `now` lies more than [`BACKWARD_ERAS`] eras *behind* the era read (time
+    /// went backwards that far, say from the end of the timeline to its start) sets the era to
+    /// its own instead: its stamp could not be read exactly under the newer era anyway, and
+    /// leaving that era in place would make every stamp written from the earlier timeline widen
+    /// into the far future, for ever (a rate limiter would read its bucket as idle at every
+    /// call, a window would re-claim its bucket at every add). A concurrent writer on the
+    /// newer timeline raises the era again with its next write; until then its stamps may read
+    /// one circle earlier than written — the bounded error of time going backwards.
     #[inline]
     pub(crate) fn cover(&self, seen: EraSeen, now: u64, bits: u32) {
         let era = era_of(now, bits);
         if era > seen.0 {
             self.0.fetch_max(era, Ordering::AcqRel);
+        } else if seen.0 - era > BACKWARD_ERAS {
+            self.0.store(era, Ordering::Release);
         }
     }
 
@@ -254,6 +270,10 @@ mod tests {
         assert_eq!(era.read().get(), 3);
         era.cover(EraSeen(0), Q, 32); // stale: never lowers
         assert_eq!(era.read().get(), 3);
+        era.cover(era.read(), 0, 32); // three eras behind: a lagging writer, left alone
+        assert_eq!(era.read().get(), 3);
+        era.cover(EraSeen(100), 5 * Q, 32); // 95 eras behind: time went backwards
+        assert_eq!(era.read().get(), 5);
         era.set(Q, 32);
         assert_eq!(era.read().get(), 1);
         assert_eq!(EraSeen::of(Q, 32), EraSeen(1));
