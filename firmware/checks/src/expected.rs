@@ -158,7 +158,7 @@ pub const RETRY_JITTER: &[u64] = &[
 ];
 
 /// `throttler_and_rate_limiter`
-pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[195, 105, 10, 100040704];
+pub const THROTTLER_AND_RATE_LIMITER: &[u64] = &[195, 105, 10, 100037376];
 
 /// `embassy_backoff`
 pub const EMBASSY_BACKOFF: &[u64] = &[
