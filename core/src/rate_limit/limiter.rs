@@ -132,17 +132,8 @@ impl RateLimiter {
     /// Takes one cell at `now`, or refuses with [`RejectReason::RateLimited`] and the instant
     /// at which a single cell would be admitted (if nobody else takes it first).
     pub fn try_acquire(&self, now: Instant) -> Result<(), Rejection> {
-        match self.acquire(now, 1, true) {
-            Some(result) => one_cell(result),
-            // A tail call with the same signature: the hot path keeps no frame for it.
-            None => self.try_acquire_in_another_era(now),
-        }
-    }
-
-    /// [`try_acquire`](Self::try_acquire) when the era read is not `now`'s.
-    #[cold]
-    #[inline(never)]
-    fn try_acquire_in_another_era(&self, now: Instant) -> Result<(), Rejection> {
+        // One copy of the loop, not a hot one and an out-of-line one for other eras: on the
+        // smallest targets the flash matters more than the load and compare it would save.
         one_cell(self.acquire(now, 1, false).unwrap_or(Ok(())))
     }
 
@@ -154,16 +145,6 @@ impl RateLimiter {
         if n == 0 {
             return Ok(());
         }
-        match self.acquire(now, n, true) {
-            Some(result) => result,
-            None => self.try_acquire_n_in_another_era(now, n),
-        }
-    }
-
-    /// [`try_acquire_n`](Self::try_acquire_n) when the era read is not `now`'s.
-    #[cold]
-    #[inline(never)]
-    fn try_acquire_n_in_another_era(&self, now: Instant, n: u32) -> Result<(), AcquireError> {
         self.acquire(now, n, false).unwrap_or(Ok(()))
     }
 
