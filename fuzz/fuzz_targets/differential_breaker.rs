@@ -12,7 +12,7 @@ use libfuzzer_sys::fuzz_target;
 use resilix::breaker::{
     Breaker, CallRing, Config, OpenBackoff, OutcomeWindow, SlowCalls, TimeBuckets,
 };
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::time::Instant;
 use resilix_reference::breaker::{BreakerTwin, Model};
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
@@ -26,31 +26,13 @@ const STORMY: Mix = Mix {
     answered: 15,
 };
 
-/// The input's bytes, then a generator seeded from the input: `Random::below` rejects a zero
-/// draw for most bounds, so a source that runs out into zeros (`Bytes` alone) would loop
-/// forever at the first such draw past the end of the input.
-struct Steer<'a> {
-    bytes: Bytes<'a>,
-    tail: SeededRandom,
-}
-
-impl Random for Steer<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.tail.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 /// 1 ns .. 2^max_bits ns, log-uniform.
-fn duration(rng: &mut Steer<'_>, max_bits: u64) -> Duration {
+fn duration(rng: &mut Bytes<'_>, max_bits: u64) -> Duration {
     let bits = rng.below(max_bits);
     Duration::from_nanos((1u64 << bits) + rng.below(1u64 << bits))
 }
 
-fn run<W: OutcomeWindow>(real: &Breaker<W>, model: Model, rng: &mut Steer<'_>, steps: u64) {
+fn run<W: OutcomeWindow>(real: &Breaker<W>, model: Model, rng: &mut Bytes<'_>, steps: u64) {
     let mut twin = BreakerTwin::new(real, model);
     let gaps = if rng.below(2) == 0 {
         Gaps::LONG
@@ -65,13 +47,7 @@ fn run<W: OutcomeWindow>(real: &Breaker<W>, model: Model, rng: &mut Steer<'_>, s
 
 fuzz_target!(|data: &[u8]| {
     let steps = (data.len() / 3) as u64;
-    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut rng = Steer {
-        bytes: Bytes::new(data),
-        tail: SeededRandom::new(seed),
-    };
+    let mut rng = Bytes::new(data);
     let probes = 1 + rng.below(15) as u8;
     let open_wait = duration(&mut rng, 45);
     let config = Config {

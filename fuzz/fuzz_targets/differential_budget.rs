@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::retry::budget::{
     Charge, RatioBudget, RatioBudgetConfig, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
 };
@@ -15,7 +15,7 @@ use resilix_reference::budget::{ratio_twin, token_bucket_twin};
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
 use resilix_reference::twin::{Mix, Twin};
 
-fn mix(rng: &mut Input<'_>) -> Mix {
+fn mix(rng: &mut Bytes<'_>) -> Mix {
     Mix {
         success: rng.below(256) as u8,
         transient: 60,
@@ -25,7 +25,7 @@ fn mix(rng: &mut Input<'_>) -> Mix {
     }
 }
 
-fn go(twin: &mut dyn Twin, rng: &mut Input<'_>, steps: u64) {
+fn go(twin: &mut dyn Twin, rng: &mut Bytes<'_>, steps: u64) {
     let mix = mix(rng);
     let start = Instant::from_nanos(rng.below(1 << 62));
     let mut timeline = Timeline::new(start, Gaps::LONG);
@@ -34,7 +34,7 @@ fn go(twin: &mut dyn Twin, rng: &mut Input<'_>, steps: u64) {
     }
 }
 
-fn ratio<const B: usize>(rng: &mut Input<'_>, steps: u64) {
+fn ratio<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let octave = rng.below(49) as u32;
     let lo = ((B as u64) * 8) << octave;
     let config = RatioBudgetConfig {
@@ -49,7 +49,7 @@ fn ratio<const B: usize>(rng: &mut Input<'_>, steps: u64) {
     go(&mut twin, rng, steps);
 }
 
-fn tokens(rng: &mut Input<'_>, steps: u64) {
+fn tokens(rng: &mut Bytes<'_>, steps: u64) {
     let config = match rng.below(4) {
         0 => TokenBucketConfig::GRPC_A6_EXAMPLE,
         1 => TokenBucketConfig::AWS_SDK_STANDARD,
@@ -83,29 +83,8 @@ fn tokens(rng: &mut Input<'_>, steps: u64) {
     go(&mut twin, rng, steps);
 }
 
-/// The fuzzer's bytes, then a seeded generator. `Bytes` alone reads zeros once the input is
-/// used up, and `Random::below` (multiply-and-reject) rejects an all-zero draw for every bound
-/// that is not a power of two, so it would loop forever on a short input.
-struct Input<'a> {
-    bytes: Bytes<'a>,
-    tail: SeededRandom,
-}
-
-impl Random for Input<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.tail.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
-    let mut rng = Input {
-        bytes: Bytes::new(data),
-        tail: SeededRandom::new(data.len() as u64),
-    };
+    let mut rng = Bytes::new(data);
     let steps = (data.len() as u64 / 3).min(4_000);
     match rng.below(5) {
         0 => ratio::<1>(&mut rng, steps),

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::rate_limit::KeyedRateLimiter;
 use resilix::time::Instant;
 use resilix_reference::rate_limit::{KeyedTwin, Params, arbitrary_config};
@@ -13,32 +13,8 @@ use resilix_reference::timeline::Bytes;
 use resilix_reference::twin::Mix;
 use resilix_reference::{Gaps, Timeline, drive};
 
-/// The fuzzer's bytes, then a generator seeded from them: `timeline::Bytes` alone answers
-/// zeros once read out, on which `Random::below` of a bound that is not a power of two never
-/// returns (it rejects the zero draw forever).
-struct Fuel<'a> {
-    bytes: Bytes<'a>,
-    then: SeededRandom,
-}
-
-impl Random for Fuel<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.then.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
-    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut rng = Fuel {
-        bytes: Bytes::new(data),
-        then: SeededRandom::new(seed),
-    };
+    let mut rng = Bytes::new(data);
     let config = arbitrary_config(&mut rng);
     let Ok(real) = KeyedRateLimiter::<8>::new(config) else {
         assert!(

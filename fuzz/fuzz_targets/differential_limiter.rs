@@ -8,29 +8,11 @@ use core::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use resilix::limiter::{Aimd, Algorithm, Gradient2, Limiter, LimiterConfig, Vegas};
-use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
 use resilix_reference::limiter::LimiterTwin;
 use resilix_reference::timeline::Bytes;
 use resilix_reference::twin::Mix;
 use resilix_reference::{Gaps, Timeline, drive};
-
-/// The fuzzer's bytes, then a generator seeded from them: once the bytes run out, zeros would
-/// make `below(n)` reject forever for most `n`.
-struct Fuel<'a> {
-    bytes: Bytes<'a>,
-    rest: SeededRandom,
-}
-
-impl Random for Fuel<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.rest.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
 
 fn config(h: &[u8; 12]) -> LimiterConfig {
     let pick = |i: usize, xs: &[f32]| xs[h[i] as usize % xs.len()];
@@ -80,13 +62,7 @@ fuzz_target!(|data: &[u8]| {
     let c = config(head);
     let real = Limiter::new(c).expect("valid by construction");
     let mut twin = LimiterTwin::new(&real, &c);
-    let seed = rest
-        .iter()
-        .fold(0u64, |h, &b| h.rotate_left(5) ^ u64::from(b));
-    let mut rng = Fuel {
-        bytes: Bytes::new(rest),
-        rest: SeededRandom::new(seed),
-    };
+    let mut rng = Bytes::new(rest);
     let mix = if head[0] & 0x80 != 0 {
         Mix {
             success: 120,

@@ -13,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use resilix::breaker::{Breaker, CallRing, Config, DEFAULT_WINDOW, OutcomeWindow};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::limiter::{Limiter, LimiterConfig};
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 use resilix_reference::breaker::Model as BreakerModel;
@@ -29,24 +29,8 @@ const STORMY: Mix = Mix {
     answered: 15,
 };
 
-/// The input's bytes, then a generator seeded from the input (see `differential_breaker`).
-struct Steer<'a> {
-    bytes: Bytes<'a>,
-    tail: SeededRandom,
-}
-
-impl Random for Steer<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.tail.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 /// 2^lo .. 2^hi ns, log-uniform.
-fn duration(rng: &mut Steer<'_>, lo: u64, hi: u64) -> Duration {
+fn duration(rng: &mut Bytes<'_>, lo: u64, hi: u64) -> Duration {
     let bits = lo + rng.below(hi - lo);
     Duration::from_nanos((1u64 << bits) + rng.below(1u64 << bits))
 }
@@ -58,7 +42,7 @@ fn run<W: OutcomeWindow>(
     limiter_config: LimiterConfig,
     cap: u32,
     rate: RateLimitConfig,
-    rng: &mut Steer<'_>,
+    rng: &mut Bytes<'_>,
     steps: u64,
 ) {
     let limiter = Limiter::new(limiter_config).expect("valid by construction");
@@ -82,13 +66,7 @@ fn run<W: OutcomeWindow>(
 
 fuzz_target!(|data: &[u8]| {
     let steps = (data.len() / 3) as u64;
-    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
-    let mut rng = Steer {
-        bytes: Bytes::new(data),
-        tail: SeededRandom::new(seed),
-    };
+    let mut rng = Bytes::new(data);
     let breaker = Config {
         failure_rate_above_percent: Some(50),
         minimum_calls: 2,

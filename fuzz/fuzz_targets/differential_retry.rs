@@ -7,7 +7,7 @@
 use core::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::retry::{Backoff, Retry, RetryConfig, Strategy, UncertainRetry};
 use resilix::time::Instant;
 use resilix_reference::retry::{RetryTwin, ScriptedBudget};
@@ -24,30 +24,8 @@ const FAILING: Mix = Mix {
     answered: 8,
 };
 
-/// The fuzzer's bytes, then a generator seeded from them. (`Bytes` alone runs out into zeros,
-/// and `Random::below` rejects an all-zero draw for any bound that is not a power of two, so
-/// an exhausted input would draw forever.)
-struct Steered<'a> {
-    bytes: Bytes<'a>,
-    tail: SeededRandom,
-}
-
-impl Random for Steered<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.tail.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
-    let seed = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    let mut bytes = Steered {
-        bytes: Bytes::new(data),
-        tail: SeededRandom::new(seed),
-    };
+    let mut bytes = Bytes::new(data);
     let head = bytes.next_u32();
     let strategy = [
         Strategy::None,

@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::throttler::{LocalRejections, Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
 use resilix_reference::twin::Mix;
 
-fn run<const B: usize>(rng: &mut Input<'_>, steps: u64) {
+fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     // A window from B × 8 ns (the shortest) to about four days, log-uniform.
     let octave = rng.below(49) as u32;
     let lo = ((B as u64) * 8) << octave;
@@ -51,29 +51,8 @@ fn run<const B: usize>(rng: &mut Input<'_>, steps: u64) {
     }
 }
 
-/// The fuzzer's bytes, then a seeded generator. `Bytes` alone reads zeros once the input is
-/// used up, and `Random::below` (multiply-and-reject) rejects an all-zero draw for every bound
-/// that is not a power of two, so it would loop forever on a short input.
-struct Input<'a> {
-    bytes: Bytes<'a>,
-    tail: SeededRandom,
-}
-
-impl Random for Input<'_> {
-    fn next_u32(&mut self) -> u32 {
-        if self.bytes.is_empty() {
-            self.tail.next_u32()
-        } else {
-            self.bytes.next_u32()
-        }
-    }
-}
-
 fuzz_target!(|data: &[u8]| {
-    let mut rng = Input {
-        bytes: Bytes::new(data),
-        tail: SeededRandom::new(data.len() as u64),
-    };
+    let mut rng = Bytes::new(data);
     let steps = (data.len() as u64 / 3).min(4_000);
     match rng.below(4) {
         0 => run::<1>(&mut rng, steps),

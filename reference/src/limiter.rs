@@ -30,6 +30,7 @@
 //! saturated) is not a candidate for the baseline refresh (the real limiter keeps its "none
 //! seen" marker in that value).
 
+use crate::draws::Recorder;
 use core::time::Duration;
 
 use resilix::RejectReason;
@@ -446,40 +447,6 @@ fn rtt_of(ns: u64) -> u64 {
     sat32((ns / 1_000).saturating_mul(16) + (ns % 1_000) * 16 / 1_000)
 }
 
-/// Records the raw draws the real limiter makes, so the model can make the same ones.
-struct Recorder<'r> {
-    inner: &'r mut dyn Random,
-    drawn: Vec<u32>,
-}
-
-impl Random for Recorder<'_> {
-    fn next_u32(&mut self) -> u32 {
-        let v = self.inner.next_u32();
-        self.drawn.push(v);
-        v
-    }
-}
-
-/// Replays what a [`Recorder`] drew; all ones after that (a difference in how many draws each
-/// side makes then shows as a different refresh schedule, and so in a later limit; ones, not
-/// zeros, because `below(n)` accepts an all-ones draw for every `n` below 2^63 and would
-/// reject zeros forever for most `n`).
-struct Replay<'d> {
-    drawn: &'d [u32],
-}
-
-impl Random for Replay<'_> {
-    fn next_u32(&mut self) -> u32 {
-        match self.drawn.split_first() {
-            Some((&v, rest)) => {
-                self.drawn = rest;
-                v
-            }
-            None => u32::MAX,
-        }
-    }
-}
-
 /// What the twin holds for one open call or waiting place.
 #[derive(Debug)]
 enum Open<'a> {
@@ -578,13 +545,10 @@ impl Twin for LimiterTwin<'_> {
         let t = now.as_nanos();
         match (self.open.remove(index), verdict) {
             (Open::Call(p, m), Some(v)) => {
-                let mut rec = Recorder {
-                    inner: rng,
-                    drawn: Vec::new(),
-                };
+                let mut rec = Recorder::new(rng);
                 p.settle(&v, &mut Env::new(now, &mut rec));
-                let drawn = rec.drawn;
-                self.model.settle(m, &v, t, &mut Replay { drawn: &drawn });
+                let model = &mut self.model;
+                rec.replay("limiter", |r| model.settle(m, &v, t, r))?;
             }
             (Open::Call(p, m), None) => {
                 drop(p);

@@ -45,6 +45,7 @@
 //! assert!(report.admitted > 0 && report.refused > 0);
 //! ```
 
+use crate::draws::{Recorder, replay};
 use core::time::Duration;
 
 use resilix::breaker::{Breaker, OutcomeWindow};
@@ -214,57 +215,6 @@ impl Models {
     }
 }
 
-/// Records the raw draws the real pipeline makes.
-struct Recorder<'r> {
-    inner: &'r mut dyn Random,
-    drawn: Vec<u32>,
-}
-
-impl Random for Recorder<'_> {
-    fn next_u32(&mut self) -> u32 {
-        let v = self.inner.next_u32();
-        self.drawn.push(v);
-        v
-    }
-}
-
-/// Replays recorded draws; all ones past their end (see `limiter::Replay`), counted.
-struct Replay<'d> {
-    drawn: &'d [u32],
-    beyond: usize,
-}
-
-impl Random for Replay<'_> {
-    fn next_u32(&mut self) -> u32 {
-        match self.drawn.split_first() {
-            Some((&v, rest)) => {
-                self.drawn = rest;
-                v
-            }
-            None => {
-                self.beyond += 1;
-                u32::MAX
-            }
-        }
-    }
-}
-
-/// Runs `models` on the draws `drawn` of the real pipeline; an error if they consumed a
-/// different number.
-fn replay<T>(drawn: &[u32], models: impl FnOnce(&mut dyn Random) -> T) -> Result<T, String> {
-    let mut r = Replay { drawn, beyond: 0 };
-    let out = models(&mut r);
-    if r.drawn.is_empty() && r.beyond == 0 {
-        Ok(out)
-    } else {
-        Err(format!(
-            "randomness: the real pipeline drew {} values, the models {}",
-            drawn.len(),
-            drawn.len() - r.drawn.len() + r.beyond
-        ))
-    }
-}
-
 /// The real pipeline beside its composed models.
 pub struct PipelineTwin<'a, W: OutcomeWindow> {
     pipeline: &'a RealPipeline<'a, W>,
@@ -297,13 +247,10 @@ impl<W: OutcomeWindow> Twin for PipelineTwin<'_, W> {
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
-        let mut rec = Recorder {
-            inner: rng,
-            drawn: Vec::new(),
-        };
+        let mut rec = Recorder::new(rng);
         let real = self.pipeline.admit(&mut Env::new(now, &mut rec), None);
         let models = &mut self.models;
-        let model = replay(&rec.drawn, |r| models.admit(now, r))?;
+        let model = rec.replay("pipeline", |r| models.admit(now, r))?;
         let decision = same(
             Decision::of(&real),
             match model {
@@ -336,12 +283,9 @@ impl<W: OutcomeWindow> Twin for PipelineTwin<'_, W> {
         match verdict {
             Some(v) => {
                 let admitted_at = attempt.admitted_at();
-                let mut rec = Recorder {
-                    inner: rng,
-                    drawn: Vec::new(),
-                };
+                let mut rec = Recorder::new(rng);
                 let took = attempt.settle(&v, &mut Env::new(now, &mut rec));
-                replay(&rec.drawn, |r| models.settle(tickets, now, v, r))?;
+                rec.replay("pipeline", |r| models.settle(tickets, now, v, r))?;
                 let expected: Duration = now - admitted_at;
                 if took != expected {
                     return Err(format!("settle took {took:?}, expected {expected:?}"));
@@ -350,7 +294,7 @@ impl<W: OutcomeWindow> Twin for PipelineTwin<'_, W> {
             None => {
                 // A dropped attempt draws nothing: the models must not either.
                 drop(attempt);
-                replay(&[], |r| models.cancel(tickets, now, r))?;
+                replay(&[], "pipeline", |r| models.cancel(tickets, now, r))?;
             }
         }
         Ok(())
@@ -463,20 +407,5 @@ mod tests {
         }
         twin.check(t).unwrap();
         assert_eq!(limiter.in_flight(), 0);
-    }
-
-    /// Models that disagree with the real policies on what to draw are caught by the
-    /// randomness check itself.
-    #[test]
-    fn a_different_number_of_draws_is_caught() {
-        assert_eq!(
-            replay(&[1, 2], |r| r.next_u32()),
-            Err("randomness: the real pipeline drew 2 values, the models 1".to_string())
-        );
-        assert!(replay(&[], |r| r.next_u32()).is_err());
-        assert_eq!(
-            replay(&[7, 9], |r| (r.next_u32(), r.next_u32())),
-            Ok((7, 9))
-        );
     }
 }

@@ -18,6 +18,7 @@
 //! The model assumes time never goes backwards (the differential timelines only move forward)
 //! and counts in `u64` (the real counters saturate at `u32::MAX`, which no run reaches).
 
+use crate::draws::Recorder;
 use std::collections::BTreeMap;
 
 use resilix::permit::{Env, Permit, Policy};
@@ -138,42 +139,6 @@ impl ThrottlerModel {
     }
 }
 
-/// A [`Random`] that passes words through and keeps them, so they can be replayed.
-struct Recorder<'r> {
-    inner: &'r mut dyn Random,
-    words: Vec<u32>,
-}
-
-impl Random for Recorder<'_> {
-    fn next_u32(&mut self) -> u32 {
-        let w = self.inner.next_u32();
-        self.words.push(w);
-        w
-    }
-}
-
-/// Replays recorded words; notes a draw beyond them (the model drew more than the real one).
-struct Replay<'w> {
-    words: &'w [u32],
-    next: usize,
-    overrun: bool,
-}
-
-impl Random for Replay<'_> {
-    fn next_u32(&mut self) -> u32 {
-        match self.words.get(self.next) {
-            Some(&w) => {
-                self.next += 1;
-                w
-            }
-            None => {
-                self.overrun = true;
-                0
-            }
-        }
-    }
-}
-
 /// A real [`Throttler`] beside its [`ThrottlerModel`].
 pub struct ThrottlerTwin<'a, const B: usize> {
     real: &'a Throttler<B>,
@@ -208,28 +173,11 @@ impl<const B: usize> Twin for ThrottlerTwin<'_, B> {
         if real_p != Probability::new(n, d) {
             return Err(format!("probability: real {real_p:?}, model {n}/{d}"));
         }
-        let mut recorder = Recorder {
-            inner: rng,
-            words: Vec::new(),
-        };
-        let real = {
-            let mut env = Env::new(now, &mut recorder);
-            self.real.admit(&mut env)
-        };
+        let mut recorder = Recorder::new(rng);
+        let real = self.real.admit(&mut Env::new(now, &mut recorder));
         let real_decision = Decision::of(&real);
-        let mut replay = Replay {
-            words: &recorder.words,
-            next: 0,
-            overrun: false,
-        };
-        let model_admits = self.model.admit(now, &mut replay);
-        if replay.overrun || replay.next != recorder.words.len() {
-            return Err(format!(
-                "draws: real used {} words, model {}",
-                recorder.words.len(),
-                replay.next
-            ));
-        }
+        let model = &mut self.model;
+        let model_admits = recorder.replay("throttler", |r| model.admit(now, r))?;
         let model_decision = if model_admits {
             Decision::Admitted
         } else {
