@@ -14,11 +14,8 @@ use resilix::retry::budget::{
 };
 use resilix::time::Instant;
 use resilix_reference::budget::{RatioModel, ratio_twin, token_bucket_twin};
-use resilix_reference::timeline::{Gaps, Timeline, sweep};
+use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
-
-/// Circles of the period word: 2^31 bucket periods.
-const CIRCLE_PERIODS: u64 = 1 << 31;
 
 /// Failures often enough that budgets run out.
 const FAILING: Mix = Mix {
@@ -192,36 +189,15 @@ fn first_after_gap<const B: usize>(c: &RatioBudgetConfig, t0: Instant, gap: Dura
     let _: &RatioModel = twin.model();
 }
 
-/// Coarse over 0..3 circles (as far as the timeline reaches), fine (a tenth of a bucket)
-/// around every quarter circle ± two windows.
+/// The sweep of one config over `timeline::window_idle_gaps`.
 fn sweep_config<const B: usize>(window: Duration, coarse_points: u32) {
     let c = RatioBudgetConfig {
         window,
         ..RatioBudgetConfig::DEFAULT
     };
-    let bucket_nanos = window.as_nanos().div_ceil(B as u128) as u64;
-    let circle = Duration::from_nanos(bucket_nanos.saturating_mul(CIRCLE_PERIODS));
     let t0 = Instant::from_nanos(98_765_432_101);
-    let last = Instant::MAX.as_nanos() - t0.as_nanos();
-    let three = circle.saturating_mul(3);
-    for gap in sweep(three, three / coarse_points) {
-        if gap.as_nanos() as u64 <= last {
-            first_after_gap::<B>(&c, t0, gap);
-        }
-    }
-    let step = Duration::from_nanos((bucket_nanos / 10).max(1));
-    for quarter in 1..=12u32 {
-        let centre = (circle / 4).saturating_mul(quarter);
-        if centre.as_nanos() as u64 > last {
-            break;
-        }
-        let from = centre.saturating_sub(window * 2);
-        for gap in sweep(window * 4, step) {
-            let g = from + gap;
-            if g.as_nanos() as u64 <= last {
-                first_after_gap::<B>(&c, t0, g);
-            }
-        }
+    for gap in window_idle_gaps(window, B, t0, coarse_points) {
+        first_after_gap::<B>(&c, t0, gap);
     }
 }
 

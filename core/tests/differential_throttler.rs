@@ -12,11 +12,8 @@ use resilix::throttler::{LocalRejections, Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 use resilix_reference::throttler::ThrottlerTwin;
-use resilix_reference::timeline::{Gaps, Timeline, sweep};
+use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
-
-/// Circles of the period word: 2^31 bucket periods.
-const CIRCLE_PERIODS: u64 = 1 << 31;
 
 /// A mix that fails often enough for the throttler to shed.
 const FAILING: Mix = Mix {
@@ -164,33 +161,12 @@ fn real_bucket(c: &ThrottlerConfig, buckets: usize) -> Duration {
     Duration::from_nanos(c.window.as_nanos().div_ceil(buckets as u128) as u64)
 }
 
-/// The sweep of one config: coarse over 0..3 circles, fine (a tenth of a bucket) around every
-/// multiple of a quarter circle (the eras) and of the circle, ± two windows.
+/// The sweep of one config over `timeline::window_idle_gaps`.
 fn sweep_config<const B: usize>(window: Duration, coarse_points: u32) {
     let c = config(window, 2.0, 0.9, 10, false);
-    let bucket_nanos = window.as_nanos().div_ceil(B as u128) as u64;
-    let circle = Duration::from_nanos(bucket_nanos.saturating_mul(CIRCLE_PERIODS));
     let t0 = Instant::from_nanos(12_345_678_901);
-    let three = circle.saturating_mul(3);
-    let last = Instant::MAX.as_nanos() - t0.as_nanos();
-    for gap in sweep(three, three / coarse_points) {
-        if gap.as_nanos() as u64 <= last {
-            first_after_gap::<B>(&c, t0, gap);
-        }
-    }
-    let step = Duration::from_nanos((bucket_nanos / 10).max(1));
-    for quarter in 1..=12u32 {
-        let centre = (circle / 4).saturating_mul(quarter);
-        if centre.as_nanos() as u64 > last {
-            break;
-        }
-        let from = centre.saturating_sub(window * 2);
-        for gap in sweep(window * 4, step) {
-            let g = from + gap;
-            if g.as_nanos() as u64 <= last {
-                first_after_gap::<B>(&c, t0, g);
-            }
-        }
+    for gap in window_idle_gaps(window, B, t0, coarse_points) {
+        first_after_gap::<B>(&c, t0, gap);
     }
 }
 

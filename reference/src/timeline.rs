@@ -154,6 +154,34 @@ pub fn sweep(span: Duration, step: Duration) -> impl Iterator<Item = Duration> {
     (0..=n).map(move |i| step.saturating_mul(i.min(u64::from(u32::MAX)) as u32))
 }
 
+/// The idle gaps after which a windowed policy's first decision is checked: coarse (three
+/// circles in `coarse_points` steps) over 0..3 circles of its 31-bit period word, and fine (a
+/// tenth of a bucket) over ± two windows around every multiple of a quarter circle (the eras,
+/// where an aliasing word would misread), as far as the timeline reaches from `start`.
+///
+/// `window` is split into `buckets` buckets; a circle is 2^31 bucket periods.
+pub fn window_idle_gaps(
+    window: Duration,
+    buckets: usize,
+    start: Instant,
+    coarse_points: u32,
+) -> impl Iterator<Item = Duration> {
+    let bucket_nanos = window.as_nanos().div_ceil(buckets as u128) as u64;
+    let circle = Duration::from_nanos(bucket_nanos.saturating_mul(1 << 31));
+    let last = u128::from(Instant::MAX.as_nanos() - start.as_nanos());
+    let three = circle.saturating_mul(3);
+    let coarse = sweep(three, three / coarse_points);
+    let step = Duration::from_nanos((bucket_nanos / 10).max(1));
+    let fine = (1..=12u32)
+        .map(move |quarter| (circle / 4).saturating_mul(quarter))
+        .take_while(move |centre| centre.as_nanos() <= last)
+        .flat_map(move |centre| {
+            let from = centre.saturating_sub(window * 2);
+            sweep(window * 4, step).map(move |gap| from + gap)
+        });
+    coarse.chain(fine).filter(move |gap| gap.as_nanos() <= last)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +233,26 @@ mod tests {
         let v: Vec<_> = sweep(Duration::from_secs(1), Duration::from_millis(250)).collect();
         assert_eq!(v.len(), 5);
         assert_eq!(v[4], Duration::from_secs(1));
+    }
+
+    /// The fine part lands on every quarter circle to a tenth of a bucket, and nothing passes
+    /// the end of the timeline.
+    #[test]
+    fn window_idle_gaps_reach_every_era_boundary() {
+        let window = Duration::from_micros(10); // 10 buckets of 1 µs: a circle of 35.8 min
+        let circle = Duration::from_micros(1 << 31);
+        let gaps: Vec<Duration> =
+            window_idle_gaps(window, 10, Instant::from_secs(1), 1_000).collect();
+        for quarter in 1..=12u32 {
+            let centre = (circle / 4) * quarter;
+            let nearest = gaps.iter().map(|g| g.abs_diff(centre)).min().unwrap();
+            assert!(
+                nearest <= Duration::from_nanos(100),
+                "quarter {quarter}: {nearest:?}"
+            );
+        }
+        let late = Instant::MAX.saturating_sub(Duration::from_secs(3_600));
+        let left = Instant::MAX - late;
+        assert!(window_idle_gaps(window, 10, late, 1_000).all(|g| g <= left));
     }
 }
