@@ -1,4 +1,4 @@
-//! The full pipeline (breaker → limiter → bulkhead → rate limit) against the composition of
+//! The full pipeline (throttler → breaker → limiter → bulkhead → rate limit) against the composition of
 //! its policies' plain wide-time models (`resilix_reference::pipeline`): on random timelines
 //! whose gaps run from 1 ns to ten years, with the defaults and with tight configurations in
 //! which every policy refuses, every decision (which policy refused, its reason and
@@ -16,6 +16,7 @@ use resilix::limiter::{Gradient2, Limiter, LimiterConfig};
 use resilix::random::{Random, SeededRandom};
 use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 use resilix::rejection::RejectReason;
+use resilix::throttler::{LocalRejections, Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 use resilix_reference::breaker::Model as BreakerModel;
@@ -69,6 +70,7 @@ impl<T: Twin> Twin for Counting<T> {
 /// One pipeline's configuration.
 #[derive(Clone, Copy, Debug)]
 struct Setup {
+    throttler: ThrottlerConfig,
     breaker: Config,
     /// `None`: the default time window; `Some(n)`: the last `n` calls.
     calls: Option<u32>,
@@ -79,6 +81,7 @@ struct Setup {
 
 impl Setup {
     const DEFAULTS: Setup = Setup {
+        throttler: ThrottlerConfig::DEFAULT,
         breaker: Config::DEFAULT,
         calls: None,
         limiter: LimiterConfig::gradient2(),
@@ -107,14 +110,16 @@ fn run(
         let limiter = Limiter::new(s.limiter).expect("valid");
         let bulkhead = Bulkhead::new(BulkheadConfig::new(s.cap).expect("valid"));
         let rate_limit = RateLimiter::new(s.rate).expect("valid");
+        let throttler = Throttler::new(s.throttler).expect("valid");
         let policies = Policies {
+            throttler: &throttler,
             breaker,
             limiter: &limiter,
             bulkhead: &bulkhead,
             rate_limit: &rate_limit,
         };
         let pipeline = policies.pipeline();
-        let mut models = Models::new(model, &s.limiter, s.cap, s.rate);
+        let mut models = Models::new(&s.throttler, model, &s.limiter, s.cap, s.rate);
         tamper(&mut models);
         let mut twin = Counting {
             inner: PipelineTwin::new(&pipeline, policies, models),
@@ -151,10 +156,12 @@ fn log_duration(lo: u32, hi: u32) -> impl Strategy<Value = Duration> {
     })
 }
 
-/// Tight configurations: a breaker opening on 2 consecutive failures (waits from 1 µs to
-/// 9 h), a limiter of 1..6 calls, a bulkhead of 1..4, a rate of a few cells per 1 ms..1 h.
+/// Tight configurations: a throttler shedding above K of 1.0..1.5 (windows of 8 ns × 20 to
+/// days, so every tick scale), a breaker opening on 2 consecutive failures (waits from 1 µs
+/// to 9 h), a limiter of 1..6 calls, a bulkhead of 1..4, a rate of a few cells per 1 ms..1 h.
 fn tight() -> impl Strategy<Value = Setup> {
     (
+        (0u32..=50, log_duration(8, 48), 1u32..10, any::<bool>()),
         (
             log_duration(10, 45),
             prop::option::of(log_duration(10, 46)),
@@ -173,6 +180,7 @@ fn tight() -> impl Strategy<Value = Setup> {
     )
         .prop_map(
             |(
+                (k, throttle_window, min_requests, count_local),
                 (wait, half, jitter),
                 calls,
                 (min, up, top, window, gradient),
@@ -212,7 +220,19 @@ fn tight() -> impl Strategy<Value = Setup> {
                         LimiterConfig::vegas()
                     }
                 };
+                let throttler = ThrottlerConfig {
+                    accepts_multiplier: 1.0 + f64::from(k) / 100.0,
+                    window: throttle_window,
+                    min_requests,
+                    local_rejections: if count_local {
+                        LocalRejections::CountAsRequests
+                    } else {
+                        LocalRejections::Ignore
+                    },
+                    ..ThrottlerConfig::DEFAULT
+                };
                 Setup {
+                    throttler,
                     breaker,
                     calls,
                     limiter,
@@ -261,6 +281,7 @@ fn every_policy_refuses_and_agrees() {
         seen.extend(refusals.iter().map(|(r, _)| *r));
     }
     for reason in [
+        RejectReason::Throttled,
         RejectReason::CircuitOpen,
         RejectReason::LimiterFull,
         RejectReason::BulkheadFull,

@@ -1,6 +1,6 @@
-//! The full pipeline (breaker → limiter → bulkhead → rate limit) against the composition of
+//! The full pipeline (throttler → breaker → limiter → bulkhead → rate limit) against the composition of
 //! its policies' plain wide-time models (`resilix_reference::pipeline`), steered by the
-//! fuzzer: the configuration of every slot (breaker waits from 1 µs to hours, a limiter of a
+//! fuzzer: the configuration of every slot (a throttler's K and window of 256 ns to days, breaker waits from 1 µs to hours, a limiter of a
 //! few calls with windows of 1 µs to 18 min, a bulkhead of 1 to 8, a rate of a few cells per
 //! 1 ms to 1 h) and then every gap (1 ns to ten years), arrival, verdict and cancellation come
 //! from the input (then from a generator seeded by it). Panics on the first decision, draw or
@@ -15,6 +15,7 @@ use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::random::Random;
 use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix_reference::breaker::Model as BreakerModel;
 use resilix_reference::pipeline::{Models, PipelineTwin, Policies};
@@ -48,14 +49,22 @@ fn run<W: OutcomeWindow>(
     let limiter = Limiter::new(limiter_config).expect("valid by construction");
     let bulkhead = Bulkhead::new(BulkheadConfig::new(cap).expect("a cap above zero"));
     let rate_limit = RateLimiter::new(rate).expect("valid by construction");
+    let throttler_config = ThrottlerConfig {
+        accepts_multiplier: 1.0 + rng.below(100) as f64 / 100.0,
+        window: duration(rng, 8, 48),
+        min_requests: rng.below(10) as u32,
+        ..ThrottlerConfig::DEFAULT
+    };
+    let throttler = Throttler::new(throttler_config).expect("valid by construction");
     let policies = Policies {
+        throttler: &throttler,
         breaker,
         limiter: &limiter,
         bulkhead: &bulkhead,
         rate_limit: &rate_limit,
     };
     let pipeline = policies.pipeline();
-    let models = Models::new(model, &limiter_config, cap, rate);
+    let models = Models::new(&throttler_config, model, &limiter_config, cap, rate);
     let mut twin = PipelineTwin::new(&pipeline, policies, models);
     let mut timeline = Timeline::new(Instant::from_nanos(rng.next_u64() >> 8), Gaps::LONG);
     let max_open = 1 + rng.below(10) as usize;

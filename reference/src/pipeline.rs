@@ -2,8 +2,8 @@
 //! reference models.
 //!
 //! The pipeline adds one thing to its policies: how they compose (spec §7). An arrival asks
-//! each policy in order — breaker → limiter → bulkhead → rate limit (the throttler slot
-//! comes first once its model exists; it is `()` here) — and the first refusal decides: its
+//! each policy in order — throttler → breaker → limiter → bulkhead → rate limit — and the
+//! first refusal decides: its
 //! reason and retry-at are the pipeline's, the policies after it are never asked, and the
 //! permits taken before it are dropped, which is a cancellation (nothing recorded, slots given
 //! back). An admitted attempt ends by settling every permit, innermost first, with the
@@ -23,18 +23,21 @@
 //! use resilix::limiter::{Limiter, LimiterConfig};
 //! use resilix::random::SeededRandom;
 //! use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+//! use resilix::throttler::{Throttler, ThrottlerConfig};
 //! use resilix_reference::pipeline::{Models, PipelineTwin, Policies};
 //! use resilix_reference::{Scenario, drive_scenario};
 //!
 //! let limiter_config = LimiterConfig::gradient2();
 //! let rate = RateLimitConfig::new(Rate::per_second(100)).with_burst(10);
+//! let throttler = Throttler::new(ThrottlerConfig::DEFAULT).unwrap();
 //! let breaker = Breaker::new(Config::DEFAULT).unwrap();
 //! let limiter = Limiter::new(limiter_config).unwrap();
 //! let bulkhead = Bulkhead::new(BulkheadConfig::new(8).unwrap());
 //! let rate_limit = RateLimiter::new(rate).unwrap();
-//! let policies = Policies { breaker: &breaker, limiter: &limiter, bulkhead: &bulkhead, rate_limit: &rate_limit };
+//! let policies = Policies { throttler: &throttler, breaker: &breaker, limiter: &limiter, bulkhead: &bulkhead, rate_limit: &rate_limit };
 //! let pipeline = policies.pipeline();
 //! let models = Models::new(
+//!     &ThrottlerConfig::DEFAULT,
 //!     resilix_reference::breaker::Model::time_based(Config::DEFAULT, DEFAULT_WINDOW, 10),
 //!     &limiter_config,
 //!     8,
@@ -57,6 +60,7 @@ use resilix::random::Random;
 use resilix::rate_limit::{AcquireError, RateLimitConfig, RateLimiter};
 use resilix::rejection::RejectReason;
 use resilix::retry::NoRetry;
+use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
@@ -64,20 +68,22 @@ use crate::breaker::{Model as BreakerModel, Ticket as BreakerTicket};
 use crate::bulkhead::Model as BulkheadModel;
 use crate::limiter::{Model as LimiterModel, ModelPermit as LimiterTicket};
 use crate::rate_limit::RateLimitModel;
+use crate::throttler::ThrottlerModel;
 use crate::twin::{Decision, Twin, same};
 
-/// The real pipeline the twin drives: every slot but retry and the throttler, each a borrowed
-/// policy.
+/// The real pipeline the twin drives: every policy slot (not retry), each a borrowed policy.
 pub type RealPipeline<'a, W> =
-    Pipeline<NoRetry, (), &'a Breaker<W>, &'a Limiter, &'a Bulkhead, &'a RateLimiter>;
+    Pipeline<NoRetry, &'a Throttler, &'a Breaker<W>, &'a Limiter, &'a Bulkhead, &'a RateLimiter>;
 
 /// One admitted real attempt.
 type RealAttempt<'a, W> =
-    Attempt<'a, (), &'a Breaker<W>, &'a Limiter, &'a Bulkhead, &'a RateLimiter>;
+    Attempt<'a, &'a Throttler, &'a Breaker<W>, &'a Limiter, &'a Bulkhead, &'a RateLimiter>;
 
 /// The real policies, borrowed: the pipeline's slots, and what [`PipelineTwin::check`] reads.
 #[derive(Debug)]
 pub struct Policies<'a, W: OutcomeWindow> {
+    /// The client-side throttler (its default 20 buckets).
+    pub throttler: &'a Throttler,
     /// The circuit breaker.
     pub breaker: &'a Breaker<W>,
     /// The adaptive limiter.
@@ -100,6 +106,7 @@ impl<'a, W: OutcomeWindow> Policies<'a, W> {
     /// The pipeline over these policies, in spec order, without retry or attempt timeout.
     pub fn pipeline(&self) -> RealPipeline<'a, W> {
         Pipeline::new()
+            .throttler(self.throttler)
             .breaker(self.breaker)
             .limiter(self.limiter)
             .bulkhead(self.bulkhead)
@@ -111,6 +118,7 @@ impl<'a, W: OutcomeWindow> Policies<'a, W> {
 /// model admitted. A refused arrival cancels the slots filled before the refusal.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tickets {
+    throttler: bool,
     breaker: Option<BreakerTicket>,
     limiter: Option<LimiterTicket>,
     bulkhead: bool,
@@ -119,6 +127,8 @@ pub struct Tickets {
 /// The reference models composed as the pipeline composes its policies.
 #[derive(Clone, Debug)]
 pub struct Models {
+    /// The throttler's model.
+    pub throttler: ThrottlerModel,
     /// The breaker's model.
     pub breaker: BreakerModel,
     /// The limiter's model.
@@ -130,16 +140,18 @@ pub struct Models {
 }
 
 impl Models {
-    /// The models of a breaker (`breaker`, built from the real breaker's config and window),
-    /// a limiter built from `limiter`, a bulkhead of `cap` and a rate limiter of `rate` (all
-    /// configurations the real policies accepted).
+    /// The models of a throttler of `throttler` (20 buckets), a breaker (`breaker`, built from
+    /// the real breaker's config and window), a limiter built from `limiter`, a bulkhead of
+    /// `cap` and a rate limiter of `rate` (all configurations the real policies accepted).
     pub fn new(
+        throttler: &ThrottlerConfig,
         breaker: BreakerModel,
         limiter: &LimiterConfig,
         cap: u32,
         rate: RateLimitConfig,
     ) -> Models {
         Models {
+            throttler: ThrottlerModel::new(throttler, 20),
             breaker,
             limiter: LimiterModel::new(limiter),
             bulkhead: BulkheadModel::new(cap),
@@ -152,6 +164,13 @@ impl Models {
     pub fn admit(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Tickets, Decision> {
         let mut t = Tickets::default();
         let refused = 'ask: {
+            if !self.throttler.admit(now, rng) {
+                break 'ask Decision::Refused {
+                    reason: RejectReason::Throttled,
+                    retry_at: None,
+                };
+            }
+            t.throttler = true;
             match self.breaker.admit(now, rng) {
                 Ok(ticket) => t.breaker = Some(ticket),
                 Err(d) => break 'ask d,
@@ -198,11 +217,15 @@ impl Models {
         if let Some(ticket) = t.breaker {
             self.breaker.end(ticket, now, Some(verdict), rng);
         }
+        if t.throttler {
+            self.throttler.settle(now, &verdict);
+        }
     }
 
     /// The claims of `t` are cancelled at `now` (a dropped attempt, or the claims taken before
     /// a refusal): each slot gives back what it holds and records nothing.
     pub fn cancel(&mut self, t: Tickets, now: Instant, rng: &mut dyn Random) {
+        // The throttler counts a call only when it settles: a cancelled one is nothing to it.
         if let Some(ticket) = t.breaker {
             self.breaker.end(ticket, now, None, rng);
         }
@@ -332,6 +355,14 @@ impl<W: OutcomeWindow> Twin for PipelineTwin<'_, W> {
                 "bulkhead (held, releases): real {bulkhead:?}, model {bulkhead_model:?}"
             ));
         }
+        let (requests, accepts) = r.throttler.counts(now);
+        let counts = (u64::from(requests), u64::from(accepts));
+        if counts != m.throttler.counts(now) {
+            return Err(format!(
+                "throttler (requests, accepts): real {counts:?}, model {:?}",
+                m.throttler.counts(now)
+            ));
+        }
         let (available, model) = (r.rate_limit.available(now), m.rate_limit.available(now));
         if available != model {
             return Err(format!(
@@ -360,7 +391,9 @@ mod tests {
         let limiter = Limiter::new(limiter_config).unwrap();
         let bulkhead = Bulkhead::new(BulkheadConfig::new(1).unwrap());
         let rate_limit = RateLimiter::new(rate).unwrap();
+        let throttler = Throttler::new(ThrottlerConfig::DEFAULT).unwrap();
         let policies = Policies {
+            throttler: &throttler,
             breaker: &breaker,
             limiter: &limiter,
             bulkhead: &bulkhead,
@@ -368,6 +401,7 @@ mod tests {
         };
         let pipeline = policies.pipeline();
         let models = Models::new(
+            &ThrottlerConfig::DEFAULT,
             BreakerModel::time_based(Config::DEFAULT, DEFAULT_WINDOW, 10),
             &limiter_config,
             1,

@@ -123,8 +123,8 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         rng: &mut SeededRandom,
         decided: &mut dyn FnMut(&Call, Decision),
     ) -> Result<Report, Mismatch> {
-        // Breaker → limiter → bulkhead → rate limit (spec §7), each at its default but the
-        // bulkhead's cap and the rate, beside the composition of their models.
+        // Throttler → breaker → limiter → bulkhead → rate limit (spec §7), each at its
+        // default but the bulkhead's cap and the rate, beside the composition of their models.
         let breaker_config = BreakerConfig::DEFAULT;
         let limiter_config = LimiterConfig::gradient2();
         let rate = RateLimitConfig::new(Rate::per_second(PER_SECOND)).with_burst(BURST);
@@ -132,7 +132,9 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         let limiter = Limiter::new(limiter_config).expect("the default is valid");
         let bulkhead = Bulkhead::new(BulkheadConfig::new(CAP).expect("a cap above zero"));
         let rate_limit = RateLimiter::new(rate).expect("valid");
+        let throttler = Throttler::new(ThrottlerConfig::DEFAULT).expect("the default is valid");
         let policies = Policies {
+            throttler: &throttler,
             breaker: &breaker,
             limiter: &limiter,
             bulkhead: &bulkhead,
@@ -140,6 +142,7 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         };
         let real = policies.pipeline();
         let models = PipelineModels::new(
+            &ThrottlerConfig::DEFAULT,
             BreakerModel::time_based(breaker_config, DEFAULT_WINDOW, 10),
             &limiter_config,
             CAP,
@@ -173,7 +176,7 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         // bulkhead of 4 that the outage fills, 20/s burst 5 that the bursts exceed), where
         // refusals by inner policies cancel the outer ones' admissions.
         (
-            "full pipeline defaults (breaker, gradient2, bulkhead 25, 100/s burst 10)",
+            "full pipeline defaults (throttler, breaker, gradient2, bulkhead 25, 100/s burst 10)",
             pipeline::<{ BulkheadConfig::DEFAULT_MAX_CONCURRENT }, 100, 10>,
         ),
         (
