@@ -1,7 +1,7 @@
 use core::time::Duration;
 
+use crate::give_up::GiveUpReason;
 use crate::rejection::Rejection;
-use crate::retry::GiveUpReason;
 use crate::time::Instant;
 use crate::verdict::Verdict;
 

@@ -22,7 +22,7 @@ use core::fmt;
 use core::time::Duration;
 
 use crate::random::Random;
-use crate::retry::config::RetryConfigError;
+use crate::retry::error::RetryConfigError;
 use crate::time::duration_as_nanos_saturating;
 
 /// Which backoff formula to use. See the [module docs](self) for each formula.
