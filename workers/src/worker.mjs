@@ -3,10 +3,11 @@
 //   GET /api/...          proxied to env.UPSTREAM with retries, breaker, budget, rate limit
 //   GET /stats            this isolate's policy state, as JSON
 //   GET /selftest/frozen  the time rule, checked in this runtime (see frozenSelftest)
+//   GET /cancel/hang      a call to an upstream that never answers (the run aborts it)
 //
 // Bindings (config.capnp): UPSTREAM, the upstream's origin.
 import resilixWasm from './resilix.wasm';
-import { Resilix, SELFTEST, ADMITTED, RETRY, DONE } from './resilix.mjs';
+import { Resilix, SELFTEST, ADMITTED, BAD_HANDLE, RETRY, DONE } from './resilix.mjs';
 
 // Module scope: the policies live as long as this isolate. Nothing here reads the clock or
 // draws a random value.
@@ -17,6 +18,12 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === '/stats') return Response.json(resilix.stats());
     if (url.pathname === '/selftest/frozen') return Response.json(await frozenSelftest());
+    if (url.pathname === '/cancel/hang') {
+      // A call whose client goes away while its fetch hangs (policy set SELFTEST, 2 s): the
+      // runtime may drop the request without running its `finally`; the slot's lease
+      // reclaims it then.
+      return resilix.fetch(`${env.UPSTREAM}/api/hang`, {}, { set: SELFTEST, timeoutMs: 2_000 }).catch(unreachable);
+    }
     if (!url.pathname.startsWith('/api/')) return new Response('not found\n', { status: 404 });
     const id = request.headers.get('x-request-id') ?? '';
     return resilix.fetch(`${env.UPSTREAM}${url.pathname}`, {}, {
@@ -28,9 +35,17 @@ export default {
         headers.set('x-resilix-attempt', String(attempt));
         if (probe) headers.set('x-resilix-probe', '1');
       },
-    });
+    }).catch(unreachable);
   },
 };
+
+/** The last attempt failed without a response (a network error, or its timeout). */
+function unreachable(error) {
+  return new Response(`upstream unreachable: ${error?.name ?? error}\n`, {
+    status: 502,
+    headers: { 'x-resilix-outcome': `failed:${error?.name ?? 'error'}` },
+  });
+}
 
 /**
  * The time rule: in production Date.now() does not advance while code runs, only across I/O.
@@ -116,6 +131,9 @@ async function frozenSelftest() {
       admitted === ADMITTED && isProbe === 1 && second === 'circuit-open' && next === DONE && x.rx_breaker_state(SELFTEST) === 0,
       { admitted, isProbe, second, next, state: x.rx_breaker_state(SELFTEST) });
   }
+  // 8a. A call the runtime will drop mid-flight (see 8b), admitted now: it holds a permit.
+  const lost = x.rx_begin(SELFTEST, t1, 50, 0);
+  const lostAdmitted = x.rx_admit(lost, t1);
   // 7. The rate limit at one instant: a burst's worth at most, then refusals with a retry-at
   //    in the future; asking again at the same instant refills nothing.
   {
@@ -137,6 +155,22 @@ async function frozenSelftest() {
     check('rate_limit_at_one_instant',
       admitted <= 5 && refusal === 'rate-limited' && refusedAt > t1 && again === 'rate-limited',
       { admitted, refusal, refusedInMs: refusedAt - t1, again });
+  }
+  // 8b. A call the runtime drops mid-flight (its `finally` never runs) holds its slot and its
+  //    permits until its lease ends (deadline + 1 s); the first call to begin after that
+  //    reclaims it, which cancels the permits.
+  {
+    const admitted = lostAdmitted;
+    const liveBefore = x.rx_live(), reclaimedBefore = x.rx_reclaimed();
+    await scheduler.wait(1_100);
+    const t2 = Date.now();
+    const h = begin(t2);
+    const reclaimed = x.rx_reclaimed() - reclaimedBefore;
+    const stale = x.rx_admit(lost, t2);
+    x.rx_end(h);
+    check('lease_reclaims_a_dropped_call',
+      admitted === ADMITTED && liveBefore === 1 && reclaimed === 1 && stale === BAD_HANDLE && x.rx_live() === 0,
+      { admitted, liveBefore, reclaimed, staleHandle: stale });
   }
   check('no_slot_left_behind', x.rx_live() === 0, { live: x.rx_live() });
   return { runtimeFrozen, spinAdvancedMs, checks };

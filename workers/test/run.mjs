@@ -76,6 +76,15 @@ async function main() {
   console.log(`selftest: this runtime ${selftest.runtimeFrozen ? 'froze' : 'did not freeze'} Date.now() during a busy loop (it advanced ${selftest.spinAdvancedMs} ms)`);
   for (const c of selftest.checks) check(`frozen_clock.${c.name}`, c.ok, JSON.stringify(c.detail));
 
+  const reclaimedBefore = (await (await fetch(`${base}/stats`)).json()).reclaimedSlots;
+
+  // ---- a request its client abandons while the Worker's fetch hangs ----
+  // (Half a second after the selftest, whose policy set it shares, so its rate limit has
+  // refilled; it runs beside the load.)
+  const abandoned = new Promise((resolve) => setTimeout(resolve, 500)).then(() =>
+    fetch(`${base}/cancel/hang`, { signal: AbortSignal.timeout(200) })).then(
+    (r) => `answered ${r.status} ${r.headers.get('x-resilix-outcome')}`, (e) => `abandoned by its client (${e.name})`);
+
   // ---- the load ----
   const sent = [];
   const start = Date.now();
@@ -95,6 +104,9 @@ async function main() {
     }, i * SPACING_MS);
   })));
   const elapsed = Date.now() - start;
+  // The abandoned call's lease (2 s + 1 s grace) ran out during the load, whose calls
+  // swept it up if the runtime had not run its `finally`.
+  console.log(`abandoned call: ${await abandoned}; the upstream saw ${upstream.hung.length} attempt(s) of it`);
   const stats = await (await fetch(`${base}/stats`)).json();
 
   // ---- what happened ----
@@ -181,6 +193,11 @@ async function main() {
 
   check('worker_state_after_run', stats.liveCalls === 0 && stats.breaker === 'closed' && stats.transitions >= 4 && stats.randomDraws > 0 && stats.randomDraws === stats.moduleDraws,
     `live calls ${stats.liveCalls}, breaker ${stats.breaker}, ${stats.transitions} transitions, ${stats.randomDraws} random words drawn inside requests`);
+
+  // Either the runtime ran the call on to its own timeout (workerd does) and its `finally`
+  // freed the slot, or it dropped the call and the slot's lease reclaimed it.
+  check('abandoned_call_released', upstream.hung.length >= 1 && stats.liveCalls === 0,
+    `${stats.reclaimedSlots > reclaimedBefore ? `dropped by the runtime, ${stats.reclaimedSlots - reclaimedBefore} slot(s) reclaimed by lease` : 'workerd ran it on to its own timeout; its finally freed the slot'}; ${stats.liveCalls} held after the run`);
 
   const failed = results.filter((ok) => !ok).length;
   console.log(`${results.length - failed} passed, ${failed} failed`);

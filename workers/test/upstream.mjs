@@ -5,7 +5,8 @@
 // leaves after LATENCY_MS, so requests can overlap (the half-open check needs that to mean
 // anything). The log holds, per request: the id and attempt number the Worker stamped, whether
 // it was a half-open probe, when it arrived and when its answer left (ms since 1970, sub-ms),
-// the status and the Retry-After sent.
+// the status and the Retry-After sent. Requests for /api/hang are never answered (logged
+// apart, in `hung`).
 import http from 'node:http';
 
 export const LATENCY_MS = 5;
@@ -14,8 +15,14 @@ export const RETRY_AFTER_S = 1;
 const clock = () => performance.timeOrigin + performance.now();
 
 export function startUpstream() {
-  const upstream = { log: [], phase: 'flaky', arrivals: 0, server: null, url: '' };
+  const upstream = { log: [], hung: [], phase: 'flaky', arrivals: 0, server: null, url: '' };
   upstream.server = http.createServer((req, res) => {
+    if (req.url.startsWith('/api/hang')) {
+      // Never answered: the Worker's request for it is cancelled by its client.
+      upstream.hung.push({ arrival: clock(), attempt: Number(req.headers['x-resilix-attempt'] ?? 0) });
+      req.resume();
+      return;
+    }
     const entry = {
       id: req.headers['x-request-id'] ?? '',
       attempt: Number(req.headers['x-resilix-attempt'] ?? 0),
