@@ -173,12 +173,20 @@ static BUFFER: HostCell<RefCell<[u8; BUFFER_LEN]>> = HostCell(RefCell::new([0; B
 
 /// The host's milliseconds since 1970 as an instant; NaN and negatives read as the origin,
 /// values past the `u64` nanosecond range saturate (`as` does both).
+///
+/// Whole milliseconds and the fraction are converted apart: `ms * 1e6` in one `f64` is about
+/// 1.8e18, far past the 2^53 that `f64` holds exactly, and would round a whole `Date.now()`
+/// by up to 128 ns, so a 1 s Retry-After could come back as 999.9998 ms.
 fn instant(ms: f64) -> Instant {
-    Instant::from_nanos((ms * 1e6) as u64)
+    let whole = ms as u64;
+    let fraction_ns = ((ms - whole as f64) * 1e6) as u64;
+    Instant::from_nanos(whole.saturating_mul(1_000_000).saturating_add(fraction_ns))
 }
 
+/// The inverse of [`instant`], exact for whole milliseconds.
 fn millis(at: Instant) -> f64 {
-    at.as_nanos() as f64 / 1e6
+    let ns = at.as_nanos();
+    (ns / 1_000_000) as f64 + (ns % 1_000_000) as f64 / 1e6
 }
 
 fn handle(index: usize, generation: u16) -> i32 {
