@@ -92,11 +92,15 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 mod budget;
 mod lease;
 mod limiter;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod script;
 
+pub use backend::Backend;
 pub use budget::{FleetRetryBudget, RetryBudgetConfig, RetryBudgetStats};
 pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
 pub use limiter::{

@@ -77,6 +77,9 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
             FleetEvent::BackendError(_) => "error",
             FleetEvent::BackendTimeout(_) => "timeout",
             FleetEvent::ScriptLoaded => "loaded",
+            FleetEvent::FailedOpen => "open",
+            FleetEvent::Decided { .. } => "decided",
+            other => panic!("not expected of a fail-open limiter: {other:?}"),
         };
         seen.lock().unwrap().push(kind.to_owned());
     });
@@ -113,6 +116,8 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     assert_eq!(count("loaded"), s.script_loads, "one event per count");
     assert_eq!(count("error"), s.backend_errors);
     assert_eq!(count("timeout"), s.backend_timeouts);
+    assert_eq!(count("open"), s.failed_open);
+    assert_eq!(count("decided"), s.fleet_admitted + s.fleet_refused);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
