@@ -158,10 +158,21 @@ fn main() {
             .with_backend_timeout(Duration::from_secs(1))
     };
     let script = Arc::new(FleetRateLimiter::new(conn.clone(), config("script")).unwrap());
-    // Leases of 100,000 cells, renewed below half: one round trip per 50,000 calls.
-    let lease = rt.block_on(async {
+    // Leases of 100,000 cells, renewed below half: one round trip per 50,000 calls. The
+    // renewing task gets a runtime (and a connection) of its own: the bench's tasks spend
+    // in tight loops that never yield, and a task they wake would wait in their worker's
+    // LIFO slot, unstealable, until they did (a server's tasks yield at every await).
+    let renewer = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let lease = renewer.block_on(async {
+        let own = ConnectionManager::new(redis::Client::open(url.as_str()).unwrap())
+            .await
+            .unwrap();
         let l = LeasedRateLimiter::spawn(
-            conn.clone(),
+            own,
             config("lease"),
             LeaseConfig::new(100_000, Duration::from_secs(10)),
             TokioClock::new(),

@@ -14,8 +14,8 @@ use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
 /// A connection the fleet limiters decide on: cheap to clone (clones share the connection).
 ///
 /// Built from a [`ConnectionManager`] (`.into()`), or by [`Backend::single`]; with the
-/// `cluster` feature, from a [`redis::cluster_async::ClusterConnection`] or by
-/// [`Backend::cluster`].
+/// `cluster` feature, from a `redis::cluster_async::ClusterConnection` or by
+/// `Backend::cluster`.
 ///
 /// ```no_run
 /// use std::time::Duration;

@@ -118,6 +118,12 @@ impl<C> Shared<C> {
 /// is the price of static stability; the nodes' clocks are assumed to run at Redis's rate,
 /// their offsets do not matter); cells that expire unspent are lost (counted).
 /// Through a Redis outage a node keeps admitting from its leases for up to `period`.
+///
+/// The renewing task runs on the runtime `spawn` was called on. A caller that spends in a
+/// loop that never yields can delay it: tokio keeps a task woken from a worker in that
+/// worker's LIFO slot, which other workers do not steal, so the renewal waits for the caller's
+/// next `.await` and calls are refused meanwhile (the bench gives the renewer a runtime of
+/// its own for that reason). Ordinary async handlers yield at every await and never notice.
 pub struct LeasedRateLimiter<C> {
     shared: Arc<Shared<C>>,
     task: tokio::task::JoinHandle<()>,

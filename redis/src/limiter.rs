@@ -106,7 +106,7 @@ pub enum Admitted {
 }
 
 /// Something a fleet limiter, lease or budget saw, for logs and metrics (the `metrics`
-/// feature's [`observer`](crate::metrics::observer) records each one).
+/// feature's `metrics::observer` records each one).
 ///
 /// Every counter in [`FleetStats`], [`LeaseStats`](crate::LeaseStats) and
 /// [`RetryBudgetStats`](crate::RetryBudgetStats) that concerns Redis has its event, emitted
