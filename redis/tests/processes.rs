@@ -198,6 +198,8 @@ fn eight_processes_share_one_quota_exactly() {
     let prefix = common::prefix("processes_script");
     // Read on Redis's clock just before the children's start (they decide nothing earlier)
     // and after the last one has ended: the bound is then within a few cells of the traffic.
+    // The start is a wall-clock instant, which a server on this host (the harness's) reads
+    // as its `TIME`; against a remote server the 5 ms margin covers only small offsets.
     let mut a = Duration::ZERO;
     let counts = run_children(&url, &prefix, "script", || a = server_time(&url));
     let b = server_time(&url);
