@@ -5,9 +5,11 @@ use core::time::Duration;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
 use resilix::rejection::{RejectReason, Rejection};
 
+use crate::FleetEvent;
+use crate::backend::Backend;
+use crate::limiter::Observer;
 use crate::script::FleetConfigError;
 
 /// The fleet side: add a deposit to the balance (capped), then withdraw up to `want` for the
@@ -100,6 +102,15 @@ struct Shared {
     pool: Mutex<u64>,
     per_mille: u64,
     counters: Counters,
+    observer: Option<Observer>,
+}
+
+impl Shared {
+    fn emit(&self, event: FleetEvent<'_>) {
+        if let Some(o) = &self.observer {
+            o(&event);
+        }
+    }
 }
 
 /// Retries across the fleet bounded by a share of the first attempts across the fleet.
@@ -125,10 +136,29 @@ impl Drop for FleetRetryBudget {
 }
 
 impl FleetRetryBudget {
-    /// Starts the budget on `conn` (spawns the settling task on the current tokio runtime).
+    /// Starts the budget on `conn` (a [`ConnectionManager`](redis::aio::ConnectionManager) or
+    /// any [`Backend`]; spawns the settling task on the current tokio runtime).
     pub fn spawn(
-        conn: ConnectionManager,
+        conn: impl Into<Backend>,
         config: RetryBudgetConfig,
+    ) -> Result<FleetRetryBudget, FleetConfigError> {
+        Self::start(conn.into(), config, None)
+    }
+
+    /// As [`spawn`](Self::spawn), reporting each settlement and each failed one (backend
+    /// error or timeout) to `observer`, from the settling task.
+    pub fn spawn_with_observer(
+        conn: impl Into<Backend>,
+        config: RetryBudgetConfig,
+        observer: impl Fn(&FleetEvent<'_>) + Send + Sync + 'static,
+    ) -> Result<FleetRetryBudget, FleetConfigError> {
+        Self::start(conn.into(), config, Some(Arc::new(observer)))
+    }
+
+    fn start(
+        conn: Backend,
+        config: RetryBudgetConfig,
+        observer: Option<Observer>,
     ) -> Result<FleetRetryBudget, FleetConfigError> {
         if config.name.contains(['{', '}']) || config.prefix.contains(['{', '}']) {
             return Err(FleetConfigError::BraceInName);
@@ -143,6 +173,7 @@ impl FleetRetryBudget {
             pool: Mutex::new(0),
             per_mille: u64::from(config.per_mille),
             counters: Counters::default(),
+            observer,
         });
         let key = format!("{}{{{}}}:retry", config.prefix, config.name);
         let task = tokio::spawn(settle(shared.clone(), conn, key, config));
@@ -192,12 +223,7 @@ impl FleetRetryBudget {
     }
 }
 
-async fn settle(
-    s: Arc<Shared>,
-    mut conn: ConnectionManager,
-    key: String,
-    config: RetryBudgetConfig,
-) {
+async fn settle(s: Arc<Shared>, mut conn: Backend, key: String, config: RetryBudgetConfig) {
     let script = redis::Script::new(SCRIPT);
     let target = u64::from(config.local) * MILLI;
     let cap = u64::from(config.cap) * MILLI;
@@ -221,18 +247,28 @@ async fn settle(
         };
         let mut inv = script.key(&key);
         inv.arg(cap).arg(deposit).arg(want).arg(ttl);
-        match tokio::time::timeout(config.backend_timeout, inv.invoke_async::<u64>(&mut conn)).await
-        {
+        let outcome =
+            tokio::time::timeout(config.backend_timeout, inv.invoke_async::<u64>(&mut conn)).await;
+        match outcome {
             Ok(Ok(grant)) => {
                 // The script never grants more than asked.
-                *s.pool.lock().unwrap_or_else(|e| e.into_inner()) += grant.min(want);
+                let grant = grant.min(want);
+                *s.pool.lock().unwrap_or_else(|e| e.into_inner()) += grant;
                 s.counters.settlements.fetch_add(1, Ordering::Relaxed);
+                s.emit(FleetEvent::BudgetSettled {
+                    deposited_milli: deposit,
+                    withdrawn_milli: grant,
+                });
             }
-            _ => {
+            failed => {
                 // Unknown whether the deposit landed: dropping it can only refuse more.
                 s.counters
                     .settlement_failures
                     .fetch_add(1, Ordering::Relaxed);
+                match &failed {
+                    Ok(Err(e)) if !e.is_timeout() => s.emit(FleetEvent::BackendError(e)),
+                    _ => s.emit(FleetEvent::BackendTimeout(config.backend_timeout)),
+                }
             }
         }
     }

@@ -6,12 +6,13 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use redis::aio::ConnectionManager;
 use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::{Clock, Instant};
 
-use crate::FleetConfig;
+use crate::backend::Backend;
+use crate::limiter::Observer;
 use crate::script::{FleetConfigError, GcraParams, GcraScript, ServerClock};
+use crate::{FleetConfig, FleetEvent};
 
 /// How a node leases cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +73,39 @@ struct Shared<C> {
     counters: Counters,
     wake: tokio::sync::Notify,
     lease: LeaseConfig,
+    observer: Option<Observer>,
+}
+
+impl<C> Shared<C> {
+    fn emit(&self, event: FleetEvent<'_>) {
+        if let Some(o) = &self.observer {
+            o(&event);
+        }
+    }
+
+    /// Counts and reports cells `expire` dropped (called once the pool's lock is released).
+    fn expired(&self, cells: u32) {
+        if cells > 0 {
+            self.counters
+                .expired_cells
+                .fetch_add(u64::from(cells), Ordering::Relaxed);
+            self.emit(FleetEvent::LeaseExpired { cells });
+        }
+    }
+
+    /// Leased cells left after dropping the leases that ended by `now`.
+    fn left(&self, now: Instant) -> u64 {
+        let mut pool = self.lock();
+        let gone = expire(&mut pool, now);
+        let left = total(&pool);
+        drop(pool);
+        self.expired(gone);
+        left
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A node's share of a fleet quota, decided locally from cells leased in advance.
@@ -84,6 +118,12 @@ struct Shared<C> {
 /// is the price of static stability; the nodes' clocks are assumed to run at Redis's rate,
 /// their offsets do not matter); cells that expire unspent are lost (counted).
 /// Through a Redis outage a node keeps admitting from its leases for up to `period`.
+///
+/// The renewing task runs on the runtime `spawn` was called on. A caller that spends in a
+/// loop that never yields can delay it: tokio keeps a task woken from a worker in that
+/// worker's LIFO slot, which other workers do not steal, so the renewal waits for the caller's
+/// next `.await` and calls are refused meanwhile (the bench gives the renewer a runtime of
+/// its own for that reason). Ordinary async handlers yield at every await and never notice.
 pub struct LeasedRateLimiter<C> {
     shared: Arc<Shared<C>>,
     task: tokio::task::JoinHandle<()>,
@@ -96,13 +136,38 @@ impl<C> Drop for LeasedRateLimiter<C> {
 }
 
 impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
-    /// Starts leasing from `config`'s bucket on `conn` (spawns the renewing task on the
-    /// current tokio runtime). `config.backend_timeout` bounds each renewal.
+    /// Starts leasing from `config`'s bucket on `conn` (a
+    /// [`ConnectionManager`](redis::aio::ConnectionManager) or any [`Backend`]; spawns the
+    /// renewing task on the current tokio runtime). `config.backend_timeout` bounds each
+    /// renewal; `config.on_backend_error` does not apply (a call never waits on Redis).
     pub fn spawn(
-        conn: ConnectionManager,
+        conn: impl Into<Backend>,
         config: FleetConfig,
         lease: LeaseConfig,
         clock: C,
+    ) -> Result<Self, FleetConfigError> {
+        Self::start(conn.into(), config, lease, clock, None)
+    }
+
+    /// As [`spawn`](Self::spawn), reporting renewals, refused renewals, backend errors and
+    /// timeouts, and expired cells to `observer` (from the renewing task, and from calls
+    /// that find a lease expired: keep it cheap).
+    pub fn spawn_with_observer(
+        conn: impl Into<Backend>,
+        config: FleetConfig,
+        lease: LeaseConfig,
+        clock: C,
+        observer: impl Fn(&FleetEvent<'_>) + Send + Sync + 'static,
+    ) -> Result<Self, FleetConfigError> {
+        Self::start(conn.into(), config, lease, clock, Some(Arc::new(observer)))
+    }
+
+    fn start(
+        conn: Backend,
+        config: FleetConfig,
+        lease: LeaseConfig,
+        clock: C,
+        observer: Option<Observer>,
     ) -> Result<Self, FleetConfigError> {
         let params = GcraParams::new(&config.limit)?;
         if lease.cells == 0 || lease.cells > params.burst() {
@@ -124,6 +189,7 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
             counters: Counters::default(),
             wake: tokio::sync::Notify::new(),
             lease,
+            observer,
         });
         let task = tokio::spawn(renew(
             shared.clone(),
@@ -140,9 +206,9 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
     pub fn try_acquire(&self) -> Result<(), Rejection> {
         let s = &self.shared;
         let now = s.clock.now();
-        let (taken, left) = {
-            let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
-            expire(&mut pool, now, &s.counters);
+        let (taken, left, gone) = {
+            let mut pool = s.lock();
+            let gone = expire(&mut pool, now);
             let taken = match pool.front_mut() {
                 Some((_, n)) => {
                     *n -= 1;
@@ -153,8 +219,9 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
                 }
                 None => false,
             };
-            (taken, pool.iter().map(|(_, n)| u64::from(*n)).sum::<u64>())
+            (taken, total(&pool), gone)
         };
+        s.expired(gone);
         if left < u64::from(s.lease.low_water) {
             s.wake.notify_one();
         }
@@ -170,9 +237,7 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
     /// Leased cells spendable at this instant.
     pub fn leased(&self) -> u64 {
         let s = &self.shared;
-        let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
-        expire(&mut pool, s.clock.now(), &s.counters);
-        pool.iter().map(|(_, n)| u64::from(*n)).sum()
+        s.left(s.clock.now())
     }
 
     /// The counters.
@@ -190,20 +255,27 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
     }
 }
 
-fn expire(pool: &mut Pool, now: Instant, c: &Counters) {
+/// Drops the leases that ended by `now`; returns their unspent cells.
+fn expire(pool: &mut Pool, now: Instant) -> u32 {
+    let mut gone = 0u32;
     while let Some(&(until, n)) = pool.front() {
         if until > now {
             break;
         }
-        c.expired_cells.fetch_add(u64::from(n), Ordering::Relaxed);
+        gone = gone.saturating_add(n);
         pool.pop_front();
     }
+    gone
+}
+
+fn total(pool: &Pool) -> u64 {
+    pool.iter().map(|(_, n)| u64::from(*n)).sum()
 }
 
 /// The renewing task: keeps at least the low water leased while Redis grants it.
 async fn renew<C: Clock>(
     s: Arc<Shared<C>>,
-    mut conn: ConnectionManager,
+    mut conn: Backend,
     key: String,
     params: GcraParams,
     timeout: Duration,
@@ -216,11 +288,7 @@ async fn renew<C: Clock>(
     let retry = Duration::from_millis(50).min(s.lease.period / 4).max(floor);
     let idle = (s.lease.period / 4).max(floor);
     loop {
-        let left: u64 = {
-            let mut pool = s.pool.lock().unwrap_or_else(|e| e.into_inner());
-            expire(&mut pool, s.clock.now(), &s.counters);
-            pool.iter().map(|(_, n)| u64::from(*n)).sum()
-        };
+        let left = s.left(s.clock.now());
         if left >= u64::from(s.lease.low_water) {
             let _ = tokio::time::timeout(idle, s.wake.notified()).await;
             continue;
@@ -236,21 +304,31 @@ async fn renew<C: Clock>(
             ServerClock::Redis,
             &mut loaded,
         );
-        match tokio::time::timeout(timeout, call).await {
+        let outcome = tokio::time::timeout(timeout, call).await;
+        if loaded {
+            s.emit(FleetEvent::ScriptLoaded);
+        }
+        match outcome {
             Ok(Ok(reply)) if reply.admitted => {
                 s.counters.renewals.fetch_add(1, Ordering::Relaxed);
                 let until = sent.saturating_add(s.lease.period);
-                s.pool
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_back((until, s.lease.cells));
+                s.lock().push_back((until, s.lease.cells));
+                s.emit(FleetEvent::LeaseRenewed {
+                    cells: s.lease.cells,
+                    period: s.lease.period,
+                });
             }
             Ok(Ok(reply)) => {
                 s.counters.renewals_refused.fetch_add(1, Ordering::Relaxed);
+                s.emit(FleetEvent::LeaseRefused { wait: reply.wait });
                 tokio::time::sleep(reply.wait.min(s.lease.period)).await;
             }
-            _ => {
+            failed => {
                 s.counters.renewal_failures.fetch_add(1, Ordering::Relaxed);
+                match &failed {
+                    Ok(Err(e)) if !e.is_timeout() => s.emit(FleetEvent::BackendError(e)),
+                    _ => s.emit(FleetEvent::BackendTimeout(timeout)),
+                }
                 tokio::time::sleep(retry).await;
             }
         }

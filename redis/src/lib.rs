@@ -38,15 +38,31 @@
 //!   failover to a server whose clock is behind, stored TATs lie ahead of its `now`: up to
 //!   span + max(span, 1 s) they are honoured as debt, further they read as idle.
 //! * **Cluster slots.** Each decision touches one key, `prefix{name}` or `prefix{name:key}`,
-//!   hash-tagged so any companion key of the same bucket lands on the same slot.
+//!   hash-tagged so any companion key of the same bucket lands on the same slot: each
+//!   tenant's bucket lives on one master and is decided on that master's clock (feature
+//!   `cluster`, `Backend::cluster`). A global bucket is one hot key on one master whatever
+//!   the cluster's size. An asynchronous replica promoted after a crash may lack the last
+//!   writes: for up to the replication lag the fleet can admit that much again.
 //! * **TTL.** Each admission sets the key's TTL to the time until its TAT, rounded up, plus a
 //!   millisecond, on the same Redis clock: a key never expires while it still holds debt.
 //! * **Precision.** Lua's numbers are doubles; the script does integer arithmetic only below
 //!   2^53 (spans up to 2^51 ns, about 26 days; longer is refused at construction).
 //! * **Fail open or closed.** Every call is bounded by the backend timeout (default 20 ms);
 //!   then [`OnBackendError`] applies: allow (the default, counted), deny, or this node's share
-//!   of the quota decided locally. The connection manager reconnects in the background, so
-//!   decisions return to Redis when it does, without a restart.
+//!   of the quota decided locally. Fail open when a limiter outage must not become yours (the
+//!   upstream sheds load itself); fail closed when the quota protects something fragile or
+//!   costly; decide locally when the number of nodes is known and kept current. Through an
+//!   outage each call costs up to the backend timeout. The connection reconnects in the
+//!   background, so decisions return to Redis when it does, without a restart.
+//!
+//! # Observability
+//!
+//! Each type counts every outcome (`stats()`), and reports a [`FleetEvent`] for each count
+//! that concerns Redis to an observer ([`FleetRateLimiter::with_observer`],
+//! [`LeasedRateLimiter::spawn_with_observer`], [`FleetRetryBudget::spawn_with_observer`]):
+//! decisions, fail-open and fail-closed calls, backend errors and timeouts, lease renewals and
+//! expiries, settlements. The `metrics` feature's `metrics::observer` records them as
+//! counters.
 //!
 //! # Lease mode (static stability)
 //!
@@ -88,15 +104,21 @@
 //! ```
 //!
 //! `examples/fleet_quota.rs` runs the same against a real server (`redis/scripts/with-redis.sh
-//! cargo run -p resilix-redis --example fleet_quota`).
+//! cargo run -p resilix-redis --example fleet_quota`); `benches/fleet.rs` measures the
+//! latency and throughput of each path (`redis/scripts/with-redis.sh cargo bench -p
+//! resilix-redis`).
 
 #![warn(missing_docs)]
 
+mod backend;
 mod budget;
 mod lease;
 mod limiter;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod script;
 
+pub use backend::Backend;
 pub use budget::{FleetRetryBudget, RetryBudgetConfig, RetryBudgetStats};
 pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
 pub use limiter::{

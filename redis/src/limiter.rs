@@ -7,13 +7,13 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{IntoConnectionInfo, RedisError};
 use resilix::rate_limit::{AcquireError, KeyedRateLimiter, Rate, RateLimitConfig, RateLimiter};
 use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::Clock;
 use resilix_tokio::TokioClock;
 
+use crate::backend::Backend;
 use crate::script::{FleetConfigError, GcraParams, GcraScript, ServerClock};
 
 /// Buckets of the local fallback for keyed calls (a fixed table; keys beyond it share one
@@ -105,18 +105,67 @@ pub enum Admitted {
     Local,
 }
 
-/// Something the limiter saw, for logs and metrics beyond the counters.
+/// Something a fleet limiter, lease or budget saw, for logs and metrics (the `metrics`
+/// feature's `metrics::observer` records each one).
+///
+/// Every counter in [`FleetStats`], [`LeaseStats`](crate::LeaseStats) and
+/// [`RetryBudgetStats`](crate::RetryBudgetStats) that concerns Redis has its event, emitted
+/// once per count, so a log or a metric never disagrees with the stats.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum FleetEvent<'a> {
-    /// Redis answered with an error, or the connection failed.
+    /// Redis answered with an error, or the connection failed (a decision, a lease renewal
+    /// or a budget settlement).
     BackendError(&'a RedisError),
-    /// No answer within the backend timeout.
+    /// No answer within the backend timeout (a decision, a renewal or a settlement).
     BackendTimeout(Duration),
     /// The script was not cached (a restart, failover or `SCRIPT FLUSH`) and was sent again.
     ScriptLoaded,
+    /// The fleet-wide bucket decided a call: admitted (with `remaining` cells left) or
+    /// refused.
+    Decided {
+        /// Whether the call was admitted.
+        admitted: bool,
+        /// Whole cells left in the bucket after the decision.
+        remaining: u32,
+    },
+    /// The backend failed and the call was admitted anyway ([`OnBackendError::Allow`]).
+    FailedOpen,
+    /// The backend failed and the call was refused ([`OnBackendError::Deny`]).
+    FailedClosed,
+    /// The backend failed and this node's local share decided the call
+    /// ([`OnBackendError::Local`]).
+    LocalDecision {
+        /// Whether the local share admitted it.
+        admitted: bool,
+    },
+    /// A lease was granted: `cells` more spendable for `period`.
+    LeaseRenewed {
+        /// Cells granted.
+        cells: u32,
+        /// How long they stay spendable, from when the renewal was sent.
+        period: Duration,
+    },
+    /// The fleet bucket had too few cells for a lease; the next try is after `wait`.
+    LeaseRefused {
+        /// How long until the bucket holds a lease's worth of cells (on Redis's clock).
+        wait: Duration,
+    },
+    /// Leased cells expired unspent.
+    LeaseExpired {
+        /// How many.
+        cells: u32,
+    },
+    /// A retry budget settled with the fleet balance.
+    BudgetSettled {
+        /// Retries' worth sent to the fleet, in thousandths of a retry.
+        deposited_milli: u64,
+        /// Retries' worth withdrawn from the fleet, in thousandths of a retry.
+        withdrawn_milli: u64,
+    },
 }
 
-type Observer = Arc<dyn Fn(&FleetEvent<'_>) + Send + Sync>;
+pub(crate) type Observer = Arc<dyn Fn(&FleetEvent<'_>) + Send + Sync>;
 
 /// Counters since the limiter was built (each a snapshot; they only grow).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -167,9 +216,9 @@ struct Local {
 /// One quota shared by every process that names it: GCRA in a Lua script on Redis.
 ///
 /// Each decision is one `EVALSHA` (see [`script`](crate::script)), bounded by the backend
-/// timeout; on a timeout or an error the [`OnBackendError`] mode decides. The connection is
-/// redis-rs's [`ConnectionManager`], which reconnects in the background, so decisions return
-/// to Redis without a restart once it answers again.
+/// timeout; on a timeout or an error the [`OnBackendError`] mode decides. The connection (a
+/// [`Backend`]) is redis-rs's connection manager, or its cluster connection; both reconnect
+/// in the background, so decisions return to Redis without a restart once it answers again.
 ///
 /// Refusals are the local limiter's: [`RejectReason::RateLimited`] with a retry instant on
 /// this process's timeline (the clock `C`). The script answers how long after *its* decision
@@ -178,7 +227,7 @@ struct Local {
 /// the instant is never early, and late by at most the reply's transit time. No absolute
 /// instant crosses between the two clocks, so their origins and offsets never matter.
 pub struct FleetRateLimiter<C = TokioClock> {
-    conn: ConnectionManager,
+    conn: Backend,
     script: GcraScript,
     params: GcraParams,
     key_global: String,
@@ -207,27 +256,45 @@ impl FleetRateLimiter<TokioClock> {
     /// A limiter on `url` (e.g. `redis://127.0.0.1:6379/0`), connecting lazily: built during
     /// a Redis outage it applies the failure mode until Redis answers.
     ///
-    /// The connection manager times out each response and each connection attempt at the
-    /// backend timeout and retries a connection twice before failing the waiting calls (the
-    /// next call starts a new attempt).
+    /// The connection ([`Backend::single`]) times out each response and each connection
+    /// attempt at the backend timeout and retries a connection twice before failing the
+    /// waiting calls (the next call starts a new attempt).
     pub fn connect<T: IntoConnectionInfo>(
         url: T,
         config: FleetConfig,
     ) -> Result<Self, ConnectError> {
-        let client = redis::Client::open(url).map_err(ConnectError::Redis)?;
-        let cm = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(config.backend_timeout))
-            .set_connection_timeout(Some(config.backend_timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(200));
-        let conn =
-            ConnectionManager::new_lazy_with_config(client, cm).map_err(ConnectError::Redis)?;
+        let conn = Backend::single(url, config.backend_timeout).map_err(ConnectError::Redis)?;
         FleetRateLimiter::with_clock(conn, config, TokioClock::new()).map_err(ConnectError::Config)
     }
 
-    /// A limiter on an existing connection manager.
-    pub fn new(conn: ConnectionManager, config: FleetConfig) -> Result<Self, FleetConfigError> {
+    /// A limiter on a Redis Cluster found from `seeds` (feature `cluster`), connecting
+    /// lazily ([`Backend::cluster`]). Each bucket is one hash-tagged key, so each decision runs
+    /// on the master of that key's slot, atomically and on that master's clock.
+    ///
+    /// ```no_run
+    /// use resilix::rate_limit::{Rate, RateLimitConfig};
+    /// use resilix_redis::{FleetConfig, FleetRateLimiter};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let config = FleetConfig::new("api", RateLimitConfig::new(Rate::per_second(100)));
+    /// let seeds = ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"];
+    /// let limiter = FleetRateLimiter::connect_cluster(seeds, config)?;
+    /// let _ = limiter.acquire_key("tenant-42").await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "cluster")]
+    pub fn connect_cluster<T: IntoConnectionInfo>(
+        seeds: impl IntoIterator<Item = T>,
+        config: FleetConfig,
+    ) -> Result<Self, ConnectError> {
+        let conn = Backend::cluster(seeds, config.backend_timeout).map_err(ConnectError::Redis)?;
+        FleetRateLimiter::with_clock(conn, config, TokioClock::new()).map_err(ConnectError::Config)
+    }
+
+    /// A limiter on an existing connection: a [`ConnectionManager`](redis::aio::ConnectionManager)
+    /// or any [`Backend`].
+    pub fn new(conn: impl Into<Backend>, config: FleetConfig) -> Result<Self, FleetConfigError> {
         FleetRateLimiter::with_clock(conn, config, TokioClock::new())
     }
 }
@@ -268,7 +335,7 @@ fn local_share(limit: &RateLimitConfig, nodes: u32) -> Result<RateLimitConfig, F
 impl<C: Clock> FleetRateLimiter<C> {
     /// A limiter reading `clock` for the instants in its refusals.
     pub fn with_clock(
-        conn: ConnectionManager,
+        conn: impl Into<Backend>,
         config: FleetConfig,
         clock: C,
     ) -> Result<Self, FleetConfigError> {
@@ -291,7 +358,7 @@ impl<C: Clock> FleetRateLimiter<C> {
             _ => None,
         };
         Ok(FleetRateLimiter {
-            conn,
+            conn: conn.into(),
             script: GcraScript::new(),
             params,
             // The hash tag holds the name (and the key): one decision touches one key, and a
@@ -409,12 +476,20 @@ impl<C: Clock> FleetRateLimiter<C> {
         match outcome {
             Ok(Ok(reply)) if reply.admitted => {
                 bump(&self.counters.fleet_admitted);
+                self.emit(FleetEvent::Decided {
+                    admitted: true,
+                    remaining: reply.remaining,
+                });
                 Ok(Admitted::Fleet {
                     remaining: reply.remaining,
                 })
             }
             Ok(Ok(reply)) => {
                 bump(&self.counters.fleet_refused);
+                self.emit(FleetEvent::Decided {
+                    admitted: false,
+                    remaining: reply.remaining,
+                });
                 // The wait counts from the decision, which came before this reading.
                 let at = self.clock.now().saturating_add(reply.wait);
                 Err(AcquireError::Limited(Rejection::until(
@@ -453,6 +528,9 @@ impl<C: Clock> FleetRateLimiter<C> {
                         local.keyed.try_acquire_n(h.finish(), now, cells)
                     }
                 };
+                self.emit(FleetEvent::LocalDecision {
+                    admitted: r.is_ok(),
+                });
                 match r {
                     Ok(()) => {
                         bump(&self.counters.local_admitted);
@@ -466,12 +544,14 @@ impl<C: Clock> FleetRateLimiter<C> {
             }
             (OnBackendError::Deny, _) => {
                 bump(&self.counters.failed_closed);
+                self.emit(FleetEvent::FailedClosed);
                 Err(AcquireError::Limited(Rejection::new(
                     RejectReason::RateLimited,
                 )))
             }
             _ => {
                 bump(&self.counters.failed_open);
+                self.emit(FleetEvent::FailedOpen);
                 Ok(Admitted::FailedOpen)
             }
         }

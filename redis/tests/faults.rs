@@ -77,6 +77,9 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
             FleetEvent::BackendError(_) => "error",
             FleetEvent::BackendTimeout(_) => "timeout",
             FleetEvent::ScriptLoaded => "loaded",
+            FleetEvent::FailedOpen => "open",
+            FleetEvent::Decided { .. } => "decided",
+            other => panic!("not expected of a fail-open limiter: {other:?}"),
         };
         seen.lock().unwrap().push(kind.to_owned());
     });
@@ -113,6 +116,8 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     assert_eq!(count("loaded"), s.script_loads, "one event per count");
     assert_eq!(count("error"), s.backend_errors);
     assert_eq!(count("timeout"), s.backend_timeouts);
+    assert_eq!(count("open"), s.failed_open);
+    assert_eq!(count("decided"), s.fleet_admitted + s.fleet_refused);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,4 +307,149 @@ async fn built_during_an_outage() {
     }
     server.restart();
     until_fleet(&l).await;
+}
+
+/// Redis killed while eight tasks (two limiters in each failure mode, each its own connection)
+/// have calls in flight: no panic, every call answered within the bound, each failure counted
+/// once and decided by its limiter's mode, and every limiter back on Redis after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_mid_run_under_concurrent_load() {
+    if common::redis_url("killed_mid_run_under_concurrent_load").is_none() {
+        return;
+    }
+    let mut server = OwnRedis::start("killed_load");
+    let modes = [
+        OnBackendError::Allow,
+        OnBackendError::Deny,
+        OnBackendError::Local { nodes: 8 },
+        OnBackendError::Allow,
+    ];
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for task in 0..8 {
+        let mode = modes[task % modes.len()];
+        let l = limiter(
+            &server.url(),
+            "killed_load",
+            mode,
+            RateLimitConfig::new(Rate::per_second(100_000)).with_burst(1_000),
+        );
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut calls = 0u64;
+            let mut worst = Duration::ZERO;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let t0 = Instant::now();
+                let got = l.acquire_key("mid-run").await;
+                worst = worst.max(t0.elapsed());
+                calls += 1;
+                match (mode, got) {
+                    (_, Ok(Admitted::Fleet { .. })) => {}
+                    (OnBackendError::Allow, Ok(Admitted::FailedOpen)) => {}
+                    (OnBackendError::Deny, Err(r)) => assert_eq!(r.retry_at(), None),
+                    (OnBackendError::Local { .. }, Ok(Admitted::Local)) => {}
+                    (OnBackendError::Local { .. }, Err(r)) => assert!(r.retry_at().is_some()),
+                    (mode, got) => panic!("{mode:?} decided {got:?}"),
+                }
+                // Yield: on two cores, eight tight loops failing fast would starve the test.
+                tokio::task::yield_now().await;
+            }
+            (mode, calls, worst, l)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    server.restart();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in tasks {
+        let (mode, calls, worst, l) = t.await.expect("no task panicked");
+        let s = l.stats();
+        eprintln!("{mode:?}: {calls} calls, the slowest {worst:?}; {s:?}");
+        assert!(worst <= TIMEOUT + SLACK, "{mode:?}: a call took {worst:?}");
+        let failed = s.backend_errors + s.backend_timeouts;
+        let applied = s.failed_open + s.failed_closed + s.local_admitted + s.local_refused;
+        assert_eq!(
+            failed, applied,
+            "{mode:?}: each failure decided once: {s:?}"
+        );
+        assert_eq!(
+            s.fleet_admitted + s.fleet_refused + applied,
+            calls,
+            "{mode:?}: every call accounted for: {s:?}"
+        );
+        assert!(failed > 0, "{mode:?}: the kill was seen: {s:?}");
+        match mode {
+            OnBackendError::Allow => assert_eq!(s.failed_open, failed, "{s:?}"),
+            OnBackendError::Deny => assert_eq!(s.failed_closed, failed, "{s:?}"),
+            OnBackendError::Local { .. } => {
+                assert_eq!(s.local_admitted + s.local_refused, failed, "{s:?}")
+            }
+        }
+        // Decided by Redis before the kill, and again after the restart.
+        assert!(s.fleet_admitted > 0, "{s:?}");
+        until_fleet(&l).await;
+    }
+}
+
+/// A server that accepts connections but answers nothing for 700 ms (`CLIENT PAUSE ... ALL`,
+/// as during a failover's pause or a long script), in each failure mode: every call is
+/// answered within the bound and decided by the mode, each timeout counted, and decisions
+/// return to Redis when the pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_server_bounds_latency_in_every_mode() {
+    if common::redis_url("paused_server_bounds_latency_in_every_mode").is_none() {
+        return;
+    }
+    let server = OwnRedis::start("paused");
+    let limit = RateLimitConfig::new(Rate::per_second(1_000)).with_burst(100);
+    let ls = [
+        OnBackendError::Allow,
+        OnBackendError::Deny,
+        OnBackendError::Local { nodes: 2 },
+    ]
+    .map(|mode| (mode, limiter(&server.url(), "paused", mode, limit)));
+    for (_, l) in &ls {
+        assert!(matches!(timed(l).await, Ok(Admitted::Fleet { .. })));
+    }
+    let mut c = common::connect(&server.url()).await;
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(700)
+        .arg("ALL")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let paused = Instant::now();
+    // `timed` asserts the bound on every call.
+    while paused.elapsed() < Duration::from_millis(450) {
+        for (mode, l) in &ls {
+            let got = timed(l).await;
+            match (mode, &got) {
+                (OnBackendError::Allow, Ok(Admitted::FailedOpen))
+                | (OnBackendError::Local { .. }, Ok(Admitted::Local)) => {}
+                (OnBackendError::Deny | OnBackendError::Local { .. }, Err(r)) => {
+                    assert_eq!(r.reason(), RejectReason::RateLimited)
+                }
+                _ => panic!("{mode:?} decided {got:?} with the server paused"),
+            }
+        }
+    }
+    for (mode, l) in &ls {
+        let s = l.stats();
+        assert!(s.backend_timeouts >= 2, "{mode:?}: {s:?}");
+        assert_eq!(
+            s.backend_timeouts + s.backend_errors,
+            s.failed_open + s.failed_closed + s.local_admitted + s.local_refused,
+            "{mode:?}: {s:?}"
+        );
+    }
+    assert!(
+        ls[2].1.stats().local_admitted > 0,
+        "the local share admitted some"
+    );
+    for (_, l) in &ls {
+        until_fleet(l).await;
+    }
 }

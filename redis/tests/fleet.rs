@@ -1,10 +1,9 @@
-//! Many clients, one quota: 8 connections from separate tasks, and 4 separate processes, each
-//! admitted count bounded exactly by burst + elapsed / T on Redis's clock. And the retry
-//! instant on the caller's timeline is never early.
+//! Many clients, one quota: 8 connections from separate tasks, the admitted count bounded
+//! exactly by burst + elapsed / T on Redis's clock (8 separate processes: `processes.rs`). And
+//! the retry instant on the caller's timeline is never early.
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use resilix::rate_limit::{Rate, RateLimitConfig};
@@ -85,104 +84,6 @@ async fn eight_connections_share_one_quota_exactly() {
         calls > global,
         "the quota refused some: the bound was tested"
     );
-}
-
-/// The child side of `four_processes_share_one_quota`: runs only when that test starts this
-/// binary with the environment below, and prints its count.
-#[test]
-#[ignore = "a child process of four_processes_share_one_quota"]
-fn fleet_child() {
-    let (Ok(url), Ok(prefix)) = (
-        std::env::var("RESILIX_REDIS_URL"),
-        std::env::var("RESILIX_FLEET_CHILD_PREFIX"),
-    ) else {
-        eprintln!("fleet_child: not started by four_processes_share_one_quota; nothing to do");
-        return;
-    };
-    let limit = RateLimitConfig::new(Rate::per_second(100)).with_burst(10);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (admitted, errors) = rt.block_on(async {
-        let l = FleetRateLimiter::connect(url.as_str(), config(&prefix, limit)).unwrap();
-        let t0 = tokio::time::Instant::now();
-        let mut admitted = 0u64;
-        while t0.elapsed() < Duration::from_millis(700) {
-            if let Ok(Admitted::Fleet { .. }) = l.acquire().await {
-                admitted += 1;
-            }
-        }
-        let s = l.stats();
-        (admitted, s.backend_errors + s.backend_timeouts)
-    });
-    println!("RESILIX_FLEET_CHILD admitted={admitted} errors={errors}");
-}
-
-#[test]
-fn four_processes_share_one_quota() {
-    let Some(url) = common::redis_url("four_processes_share_one_quota") else {
-        return;
-    };
-    let prefix = common::prefix("processes");
-    let limit = RateLimitConfig::new(Rate::per_second(100)).with_burst(10);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let mut probe = rt.block_on(common::connect(&url));
-    let a = rt.block_on(common::server_time(&mut probe));
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..4)
-        .map(|_| {
-            Command::new(&exe)
-                .args(["fleet_child", "--exact", "--ignored", "--nocapture"])
-                .env("RESILIX_REDIS_URL", &url)
-                .env("RESILIX_FLEET_CHILD_PREFIX", &prefix)
-                .output_spawn()
-        })
-        .collect();
-    let mut total = 0u64;
-    for child in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "child failed: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("RESILIX_FLEET_CHILD"))
-            .unwrap_or_else(|| panic!("no count from the child: {text}"));
-        let field = |name: &str| -> u64 {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(name))
-                .and_then(|v| v.parse().ok())
-                .unwrap()
-        };
-        assert_eq!(field("errors="), 0, "{line}");
-        let admitted = field("admitted=");
-        assert!(admitted > 0, "every process got some: {line}");
-        total += admitted;
-    }
-    let b = rt.block_on(common::server_time(&mut probe));
-    let max = bound(&limit, b - a);
-    eprintln!(
-        "4 processes over {:?}: {total} admitted, bound {max}",
-        b - a
-    );
-    assert!(total <= max, "{total} admitted > {max}");
-    assert!(total >= 10);
-}
-
-trait SpawnPiped {
-    fn output_spawn(&mut self) -> std::process::Child;
-}
-
-impl SpawnPiped for Command {
-    fn output_spawn(&mut self) -> std::process::Child {
-        self.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
 }
 
 /// The refusal's retry instant is on the caller's clock, and a call made then is admitted:

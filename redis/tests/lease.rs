@@ -4,12 +4,13 @@
 
 mod common;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::OwnRedis;
 use resilix::rate_limit::{Rate, RateLimitConfig};
 use resilix_redis::script::GcraParams;
-use resilix_redis::{FleetConfig, LeaseConfig, LeasedRateLimiter};
+use resilix_redis::{FleetConfig, FleetEvent, LeaseConfig, LeasedRateLimiter};
 use resilix_tokio::TokioClock;
 
 fn fleet_config(prefix: &str, limit: RateLimitConfig) -> FleetConfig {
@@ -133,6 +134,103 @@ async fn leases_carry_traffic_through_an_outage_for_their_length() {
     server.restart();
     let t0 = tokio::time::Instant::now();
     wait_leased(1).await;
-    eprintln!("leasing again {:?} after the restart", t0.elapsed());
+    let back = t0.elapsed();
+    eprintln!("leasing again {back:?} after the restart");
+    assert!(
+        back <= period,
+        "recovery took longer than one lease period: {back:?}"
+    );
     assert!(l.try_acquire().is_ok());
+}
+
+/// A server that stops answering (`CLIENT PAUSE ... ALL`) while a node holds leases: calls
+/// keep spending them with no wait at all, renewals time out at the backend timeout (counted,
+/// and reported as events, one per count), and renewing resumes when the pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_redis_never_slows_a_leased_call() {
+    if common::redis_url("a_slow_redis_never_slows_a_leased_call").is_none() {
+        return;
+    }
+    let server = OwnRedis::start("lease_slow");
+    let limit = RateLimitConfig::new(Rate::per_second(1_000)).with_burst(200);
+    let timeout = Duration::from_millis(50);
+    let events = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let seen = events.clone();
+    let l = LeasedRateLimiter::spawn_with_observer(
+        common::connect(&server.url()).await,
+        fleet_config(&common::prefix("lease_slow"), limit).with_backend_timeout(timeout),
+        LeaseConfig::new(100, Duration::from_secs(2)),
+        TokioClock::new(),
+        move |e| {
+            seen.lock().unwrap().push(match e {
+                FleetEvent::LeaseRenewed { .. } => "renewed",
+                FleetEvent::LeaseRefused { .. } => "refused",
+                FleetEvent::LeaseExpired { .. } => "expired",
+                FleetEvent::BackendTimeout(_) => "timeout",
+                FleetEvent::BackendError(_) => "error",
+                FleetEvent::ScriptLoaded => "loaded",
+                other => panic!("not a lease's event: {other:?}"),
+            })
+        },
+    )
+    .unwrap();
+    let t0 = tokio::time::Instant::now();
+    while l.leased() < 100 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", l.stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut c = common::connect(&server.url()).await;
+    let () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(600)
+        .arg("ALL")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let paused = tokio::time::Instant::now();
+    let mut worst = Duration::ZERO;
+    let mut admitted = 0;
+    while paused.elapsed() < Duration::from_millis(400) {
+        let t = std::time::Instant::now();
+        if l.try_acquire().is_ok() {
+            admitted += 1;
+        }
+        worst = worst.max(t.elapsed());
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let s = l.stats();
+    eprintln!("{admitted} admitted during the pause, the slowest call {worst:?}; {s:?}");
+    // A leased call takes a lock and pops a counter: microseconds. 10 ms is far above that
+    // and far below the 600 ms the server is gone for.
+    assert!(
+        worst < Duration::from_millis(10),
+        "a leased call took {worst:?}"
+    );
+    assert!(
+        admitted >= 50,
+        "the leases carried the pause: {admitted}, {s:?}"
+    );
+    assert!(s.renewal_failures >= 2, "renewals timed out: {s:?}");
+    // Renewing again once the pause ends, up to a full pool; then quiet (no calls, and the
+    // first lease is 1.4 s from expiring), so stats and events can be compared exactly.
+    let t0 = tokio::time::Instant::now();
+    while l.stats().renewals == s.renewals || l.leased() < 50 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no renewal after the pause"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let s = l.stats();
+    let events = events.lock().unwrap().clone();
+    let count = |k: &str| events.iter().filter(|e| **e == k).count() as u64;
+    assert_eq!(count("renewed"), s.renewals, "{events:?} {s:?}");
+    assert_eq!(count("refused"), s.renewals_refused, "{events:?} {s:?}");
+    assert_eq!(
+        count("timeout") + count("error"),
+        s.renewal_failures,
+        "{events:?} {s:?}"
+    );
+    assert!(count("timeout") >= 2, "{events:?}");
 }
