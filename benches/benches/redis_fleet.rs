@@ -3,7 +3,7 @@
 //! call), and the lease path (a leased cell spent locally, renewals in the background); each
 //! sequential and from 8 concurrent tasks.
 //!
-//! Needs a real Redis: `bash redis/scripts/with-redis.sh cargo bench -p resilix-redis`.
+//! Needs a real Redis: `bash redis/scripts/with-redis.sh cargo bench -p resilix-benches --bench redis_fleet`.
 //! Without `RESILIX_REDIS_URL`, or with no server answering there, it says so and exits.
 //!
 //! Criterion measures throughput (time per call, `Throughput::Elements(1)`); every call is
@@ -121,7 +121,7 @@ fn main() {
         _ => {
             eprintln!(
                 "resilix-redis bench SKIPPED: RESILIX_REDIS_URL is unset. It needs a real Redis: \
-                 bash redis/scripts/with-redis.sh cargo bench -p resilix-redis"
+                 bash redis/scripts/with-redis.sh cargo bench -p resilix-benches --bench redis_fleet"
             );
             return;
         }
@@ -136,7 +136,7 @@ fn main() {
         Err(e) => {
             eprintln!(
                 "resilix-redis bench SKIPPED: no Redis answers at {url} ({e}). Run it under \
-                 bash redis/scripts/with-redis.sh cargo bench -p resilix-redis"
+                 bash redis/scripts/with-redis.sh cargo bench -p resilix-benches --bench redis_fleet"
             );
             return;
         }
