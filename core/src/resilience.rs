@@ -34,7 +34,6 @@
 //! ```
 
 use core::future::Future;
-use core::ops::Deref;
 use core::time::Duration;
 
 use crate::call::CallOptions;
@@ -42,11 +41,9 @@ use crate::classify::{Classify, ResultClassifier};
 use crate::execute::{ExecuteError, Gate, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
-use crate::permit::Policy;
-use crate::pipeline::Pipeline;
+use crate::pipeline::AsPipeline;
 use crate::random::{Random, SeededRandom};
 use crate::rejection::Rejection;
-use crate::retry::RetryPolicy;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
 use crate::waiters::{WaitGate, WaitTimer, Waitable};
@@ -159,8 +156,9 @@ pub const fn mix(mut z: u64) -> u64 {
 
 /// A pipeline with its observer, classifier, timer and seed source, ready to run calls.
 ///
-/// `P` is anything that dereferences to a [`Pipeline`]: `&pipeline`, `Arc<Pipeline<..>>`,
-/// `Box<Pipeline<..>>`. The policies are shared by every call (they take `&self`), so one
+/// `P` is anything that holds a [`Pipeline`](crate::pipeline::Pipeline) ([`AsPipeline`]): the pipeline itself (then
+/// share the whole `Resilience` in an `Arc`), `&pipeline`, `Box<Pipeline<..>>` or
+/// `Arc<Pipeline<..>>`. The policies are shared by every call (they take `&self`), so one
 /// `Resilience` serves every task. `S` is the seed source; `()` means none, and each call
 /// then takes a generator (the `*_with_rng` methods): firmware without entropy.
 #[derive(Debug)]
@@ -329,16 +327,61 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
     }
 }
 
-impl<P, Tm, S, O, C, Rt, T, B, L, H, Rl> Resilience<P, Tm, S, O, C>
+/// The policies, for inspection (a dashboard, a test's counts after a run): each slot's
+/// policy as the pipeline holds it (`()` where the slot is empty; an `Arc` where it was given
+/// one).
+///
+/// ```
+/// use resilix::bulkhead::Bulkhead;
+/// use resilix::pipeline::Pipeline;
+/// use resilix::resilience::{FixedSeeds, Resilience};
+/// # use resilix::time::Instant;
+/// # struct Never;
+/// # impl resilix::execute::Timer for Never {
+/// #     type Sleep<'a> = core::future::Pending<()>;
+/// #     fn now(&self) -> Instant { Instant::ZERO }
+/// #     fn sleep_until(&self, _: Instant) -> Self::Sleep<'_> { core::future::pending() }
+/// # }
+///
+/// let resilience = Resilience::with_parts(Pipeline::new().bulkhead(Bulkhead::default()), Never, FixedSeeds::new(1));
+/// assert_eq!(resilience.bulkhead().held(), 0);
+/// ```
+impl<P: AsPipeline, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
+    /// The retry policy.
+    pub fn retry(&self) -> &P::Retry {
+        self.pipeline.as_pipeline().retry_policy()
+    }
+
+    /// The throttler.
+    pub fn throttler(&self) -> &P::Throttler {
+        self.pipeline.as_pipeline().throttler_ref()
+    }
+
+    /// The circuit breaker.
+    pub fn breaker(&self) -> &P::Breaker {
+        self.pipeline.as_pipeline().breaker_ref()
+    }
+
+    /// The adaptive limiter.
+    pub fn limiter(&self) -> &P::Limiter {
+        self.pipeline.as_pipeline().limiter_ref()
+    }
+
+    /// The bulkhead.
+    pub fn bulkhead(&self) -> &P::Bulkhead {
+        self.pipeline.as_pipeline().bulkhead_ref()
+    }
+
+    /// The rate limiter.
+    pub fn rate_limit(&self) -> &P::RateLimit {
+        self.pipeline.as_pipeline().rate_limit_ref()
+    }
+}
+
+impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C>
 where
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
+    P: AsPipeline,
     Tm: Timer,
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
     O: Observer,
 {
     /// Runs `operation` through the pipeline: it is called once per attempt and may borrow.
@@ -361,7 +404,7 @@ where
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
         execute(
-            &*self.pipeline,
+            self.pipeline.as_pipeline(),
             &self.timer,
             &mut rng,
             &self.observer,
@@ -387,7 +430,7 @@ where
         C: Classify<Fut::Output>,
     {
         execute(
-            &*self.pipeline,
+            self.pipeline.as_pipeline(),
             &self.timer,
             rng,
             &self.observer,
@@ -414,7 +457,7 @@ where
         C: Classify<Fut::Output>,
     {
         execute_gated(
-            &*self.pipeline,
+            self.pipeline.as_pipeline(),
             &self.timer,
             rng,
             &self.observer,
