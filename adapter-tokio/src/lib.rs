@@ -36,7 +36,7 @@
 //! use resilix::call::CallOptions;
 //! use resilix::pipeline::Pipeline;
 //! use resilix::retry::{Retry, RetryConfig, budget::TokenBucket};
-//! use resilix_tokio::Resilience;
+//! use resilix_tokio::{Error, Resilience};
 //!
 //! # tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap().block_on(async {
 //! let budget = Arc::new(TokenBucket::default()); // one retry budget for the whole process
@@ -54,9 +54,9 @@
 //! }).collect();
 //! for task in tasks {
 //!     match task.await.unwrap() {
-//!         Ok(Ok(answer)) => assert!(answer < 8),
-//!         Ok(Err(answered)) => eprintln!("the upstream answered with an error: {answered}"),
-//!         Err(stopped) => eprintln!("{stopped}"), // which policy stopped the call, and why
+//!         Ok(answer) => assert!(answer < 8),
+//!         Err(Error::Upstream { error, .. }) => eprintln!("the upstream failed: {error}"),
+//!         Err(stopped) => eprintln!("{stopped}"), // which policy stopped it, and what to do
 //!     }
 //! }
 //! assert_eq!(resilience.bulkhead().held(), 0);
@@ -96,7 +96,7 @@
 //! let answer = resilience
 //!     .execute(CallOptions::default(), || async { Ok::<_, std::io::Error>(42) })
 //!     .await;
-//! assert_eq!(answer.unwrap().unwrap(), 42);
+//! assert_eq!(answer.unwrap(), 42);
 //! # });
 //! ```
 
@@ -159,6 +159,7 @@ pub mod tracing;
 pub use clock::{TokioClock, TokioTimer, deadline_in, now, retry_in};
 pub use statics::Static;
 
+pub use resilix::Error;
 pub use resilix::execute::{Attempted, ExecuteError};
 pub use resilix::waiters::WaitGate;
 pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, thread_seed};

@@ -30,7 +30,7 @@
 //! # let mut call = core::pin::pin!(call);
 //! # let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
 //! # let core::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) else { panic!() };
-//! assert_eq!(out.unwrap(), Ok(5));
+//! assert_eq!(out, Ok(5));
 //! ```
 
 use core::future::Future;
@@ -38,6 +38,7 @@ use core::time::Duration;
 
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
+use crate::error::Error;
 use crate::execute::{ExecuteError, Gate, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
@@ -386,77 +387,61 @@ where
 {
     /// Runs `operation` through the pipeline: it is called once per attempt and may borrow.
     ///
-    /// Returns the output when the classifier called it a success or an answer, or the core's
-    /// typed error: refused (which policy, when it admits again), gave up (why, and the last
-    /// output), or the deadline passed. Dropping the returned future at any point gives back
+    /// Returns the success, or one flat [`Error`]: the upstream's own error, a failed answer
+    /// retry gave up on, a timeout, a refusal (which policy, and the wait until it admits
+    /// again), or the deadline passed. Dropping the returned future at any point gives back
     /// every permit and records nothing. Allocates nothing beyond the operation's own future.
-    pub async fn execute<F, Fut>(
+    pub async fn execute<F, Fut, T, E>(
         &self,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         S: SeedSource,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
-        execute(
-            self.pipeline.as_pipeline(),
-            &self.timer,
-            &mut rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await
+        self.execute_gated_with_rng(&(), &mut rng, options, operation)
+            .await
     }
 
     /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
     /// through the core's `rand_core` bridges, a seeded generator in a test).
-    pub async fn execute_with_rng<R, F, Fut>(
+    pub async fn execute_with_rng<R, F, Fut, T, E>(
         &self,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
-        execute(
-            self.pipeline.as_pipeline(),
-            &self.timer,
-            rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await
+        self.execute_gated_with_rng(&(), rng, options, operation)
+            .await
     }
 
     /// [`Self::execute`], with each attempt held at `gate` until it may be admitted.
-    pub async fn execute_gated_with_rng<G, R, F, Fut>(
+    pub async fn execute_gated_with_rng<G, R, F, Fut, T, E>(
         &self,
         gate: &G,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         G: Gate + ?Sized,
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
-        execute_gated(
+        let result = execute_gated(
             self.pipeline.as_pipeline(),
             &self.timer,
             rng,
@@ -466,7 +451,14 @@ where
             gate,
             operation,
         )
-        .await
+        .await;
+        // The clock is read again only on a refusal, whose retry-at becomes a wait from now.
+        match result {
+            Err(stopped @ ExecuteError::Refused { .. }) => {
+                Err(Error::from_stopped(stopped, self.timer.now()))
+            }
+            result => Error::flatten(result, Instant::ZERO),
+        }
     }
 
     /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
@@ -475,19 +467,19 @@ where
     /// must be the policy in the pipeline. A caller that cannot wait (too many waiting, the
     /// zone full, `max_wait` or the call's deadline passed) is refused with the policy's
     /// reason.
-    pub async fn execute_waiting<W, F, Fut>(
+    pub async fn execute_waiting<W, F, Fut, T, E>(
         &self,
         target: &W,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         S: SeedSource,
         Tm: WaitTimer + Clone,
         W: Waitable + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
@@ -496,20 +488,20 @@ where
     }
 
     /// [`Self::execute_waiting`] drawing randomness from `rng`.
-    pub async fn execute_waiting_with_rng<W, R, F, Fut>(
+    pub async fn execute_waiting_with_rng<W, R, F, Fut, T, E>(
         &self,
         target: &W,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         Tm: WaitTimer + Clone,
         W: Waitable + ?Sized,
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let gate = WaitGate::new(target, self.timer.clone());
         self.execute_gated_with_rng(&gate, rng, options, operation)
@@ -557,7 +549,16 @@ where
         Fut::Output: Clone,
         C: Classify<Fut::Output>,
     {
-        let result = self.execute_with_rng(rng, options, operation).await;
+        let result = execute(
+            self.pipeline.as_pipeline(),
+            &self.timer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            operation,
+        )
+        .await;
         fallback.resolve(result, &self.classifier, |cause| {
             self.observer.on_event(&Event::FallbackServed { cause })
         })
