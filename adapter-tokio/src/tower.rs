@@ -2,8 +2,10 @@
 //!
 //! The service is `Clone`, and every clone shares one [`Resilience`] (one set of policies:
 //! one breaker per upstream, one budget per process) through an `Arc`. Each attempt clones the
-//! inner service, waits for it to be ready and calls it with a clone of the request, so a
-//! request type must be `Clone` to be retried.
+//! inner service, waits for it to be ready and calls it with the request: a pipeline without
+//! retry moves the request into its one attempt (no `Clone` needed: `reqwest::Request` is
+//! not), a retrying one hands each attempt a clone ([`resilix::call::Replay`], by the retry
+//! slot's type).
 //!
 //! Errors become [`tower::BoxError`](BoxError): the inner service's own error, or the core's
 //! typed [`ExecuteError`] carrying the last inner error (`ServiceError`), which a caller can
@@ -40,7 +42,7 @@ use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use resilix::call::{Call, CallOptions};
+use resilix::call::{Call, CallOptions, Replay};
 use resilix::classify::Classify;
 use resilix::execute::{Attempted, ExecuteError, Timer, conclude};
 use resilix::observe::Observer;
@@ -132,9 +134,8 @@ impl<S, Req, P, O, C, Rt, T, B, L, H, Rl> Layer<S> for ResilienceLayer<Resilienc
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    Req: Clone,
     P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
-    Rt: RetryPolicy + 'static,
+    Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,
     L: Policy + 'static,
@@ -236,7 +237,7 @@ where
             rng: None,
             now: Instant::ZERO,
             inner: self.inner.clone(),
-            request,
+            request: Some(request),
             timeout: self.timeout,
             idempotent: self.idempotent,
             resilience: Arc::clone(&self.resilience),
@@ -342,7 +343,7 @@ pin_project! {
         rng: Option<SeededRandom>,
         now: Instant,
         inner: S,
-        request: Req,
+        request: Option<Req>,
         timeout: Option<Duration>,
         idempotent: bool,
         resilience: Arc<Resilience<P, O, C>>,
@@ -404,9 +405,8 @@ fn poll_response<S, Req, P, O, C, Rt, T, B, L, H, Rl>(
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    Req: Clone,
     P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
-    Rt: RetryPolicy + 'static,
+    Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,
     L: Policy + 'static,
@@ -452,9 +452,13 @@ where
                         // its first poll (as the core's loop does).
                         *this.deadline = attempt.deadline().map(|d| d.instant());
                         state.permits = Some(attempt);
+                        // Moved into the only attempt, or cloned when retries may follow.
+                        let Some(request) = Rt::next_request(this.request) else {
+                            unreachable!("a pipeline that never retries makes one attempt")
+                        };
                         this.attempt.set(AttemptFuture::Ready {
                             svc: this.inner.clone(),
-                            request: Some(this.request.clone()),
+                            request: Some(request),
                         });
                         *this.step = Step::Attempt;
                     }

@@ -221,3 +221,58 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
         self.options
     }
 }
+
+/// How a driver that hands each attempt its own request (the tower Layer: a service takes its
+/// request by value) gets the request for the next attempt, by the retry policy's type: a
+/// pipeline that never retries moves the one request into its one attempt, so the request
+/// need not be `Clone` (`reqwest::Request` is not); a retrying one clones it per attempt.
+///
+/// ```
+/// use resilix::call::Replay;
+/// use resilix::retry::{NoRetry, Retry};
+///
+/// struct NotClone(u32);
+/// let mut kept = Some(NotClone(7));
+/// let first = <NoRetry as Replay<NotClone>>::next_request(&mut kept);
+/// assert_eq!(first.map(|r| r.0), Some(7));
+/// assert!(kept.is_none(), "moved into the one attempt");
+///
+/// let mut kept = Some(3u32);
+/// assert_eq!(<Retry as Replay<u32>>::next_request(&mut kept), Some(3));
+/// assert_eq!(kept, Some(3), "kept for the next attempt");
+/// ```
+pub trait Replay<Req> {
+    /// The request for the next attempt, from the one `kept` (`None` once it is gone).
+    fn next_request(kept: &mut Option<Req>) -> Option<Req>;
+}
+
+/// One attempt: the request moves into it.
+impl<Req> Replay<Req> for crate::retry::NoRetry {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.take()
+    }
+}
+
+/// Every attempt gets a clone.
+impl<Req: Clone, B> Replay<Req> for crate::retry::Retry<B> {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.clone()
+    }
+}
+
+impl<Req, P: Replay<Req> + ?Sized> Replay<Req> for &P {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        P::next_request(kept)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<Req, P: Replay<Req> + ?Sized> Replay<Req> for alloc::sync::Arc<P> {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        P::next_request(kept)
+    }
+}

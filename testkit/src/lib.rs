@@ -195,6 +195,13 @@ pub struct FixedRetry {
     pub delay: Duration,
 }
 
+/// A retrying policy: each attempt gets a clone of the request.
+impl<Req: Clone> resilix::call::Replay<Req> for FixedRetry {
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.clone()
+    }
+}
+
 impl RetryPolicy for FixedRetry {
     type State = ();
     fn begin(&self, _now: Instant) {}
