@@ -102,7 +102,8 @@
 
 //! # Waiting
 //!
-//! [`Resilience::execute_waiting`](resilix::resilience::Resilience::execute_waiting) holds each
+//! [`Resilience::execute_waiting_for_bulkhead`](resilix::resilience::Resilience::execute_waiting_for_bulkhead)
+//! (and `execute_waiting_for_limiter`) holds each
 //! attempt (boundedly) until a bulkhead slot frees, or while the call waits in the adaptive
 //! limiter's queue zone, instead of refusing it at once: give the policy a [`SlotWaiters`]
 //! hook. The rules (max waiters, max wait, FIFO on arrival or LIFO, no hand-off) are the
@@ -128,8 +129,8 @@
 //! };
 //! // Two calls, one slot: the second waits 30 ms for the first instead of being refused.
 //! let (a, b) = tokio::join!(
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
+//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
 //! );
 //! assert!(a.is_ok() && b.is_ok());
 //! # });

@@ -131,3 +131,45 @@ async fn sixty_four_tasks_share_one_pipeline_held_in_app_state() {
         "the same bucket as the caller's `Arc`"
     );
 }
+
+/// Bounded waiting on the pipeline's own bulkhead (an `Arc` in the slot), from spawned tasks:
+/// the policy waited on cannot be another one than the one that admits.
+#[tokio::test(start_paused = true)]
+async fn spawned_calls_wait_on_the_pipelines_own_bulkhead() {
+    use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+    use resilix_tokio::SlotWaiters;
+
+    let wait = WaitConfig::new(4, Duration::from_millis(100), WaitOrder::Fifo).unwrap();
+    let bulkhead = Arc::new(Bulkhead::with_hook(
+        BulkheadConfig::new(1).unwrap(),
+        SlotWaiters::<4>::new(wait),
+    ));
+    let pipeline = Pipeline::new().bulkhead(bulkhead.clone());
+    let resilience = Arc::new(Resilience::new(pipeline));
+    let start = tokio::time::Instant::now();
+    let tasks: Vec<_> = (0..2)
+        .map(|_| {
+            let resilience = resilience.clone();
+            tokio::spawn(async move {
+                resilience
+                    .execute_waiting_for_bulkhead(CallOptions::default(), || async {
+                        tokio::time::sleep(Duration::from_millis(30)).await;
+                        Ok::<_, ()>(tokio::time::Instant::now())
+                    })
+                    .await
+            })
+        })
+        .collect();
+    let mut finished = Vec::new();
+    for task in tasks {
+        finished.push(task.await.unwrap().expect("the second waited, not refused") - start);
+    }
+    finished.sort();
+    // One slot: the second ran after the first, instead of being refused.
+    assert_eq!(
+        finished,
+        [Duration::from_millis(30), Duration::from_millis(60)]
+    );
+    assert_eq!(bulkhead.held(), 0);
+    assert_eq!(bulkhead.releases(), 2);
+}

@@ -464,7 +464,9 @@ where
     /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
     /// of being refused at once: a [`Bulkhead`](crate::bulkhead::Bulkhead) slot, or the
     /// [`Limiter`](crate::limiter::Limiter)'s queue zone (see [`crate::waiters`]). `target`
-    /// must be the policy in the pipeline. A caller that cannot wait (too many waiting, the
+    /// must be the policy in the pipeline, which this method cannot check: prefer
+    /// [`Self::execute_waiting_for_bulkhead`] and [`Self::execute_waiting_for_limiter`],
+    /// which take it from the pipeline. A caller that cannot wait (too many waiting, the
     /// zone full, `max_wait` or the call's deadline passed) is refused with the policy's
     /// reason.
     pub async fn execute_waiting<W, F, Fut, T, E>(
@@ -484,6 +486,45 @@ where
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
         self.execute_waiting_with_rng(target, &mut rng, options, operation)
+            .await
+    }
+
+    /// [`Self::execute_waiting`] on the pipeline's own bulkhead: the policy waited on is the
+    /// one that admits, by construction (its slot must hold a bulkhead with a waiter list,
+    /// owned, borrowed or in an `Arc`). Example: the tokio adapter's crate docs.
+    pub async fn execute_waiting_for_bulkhead<F, Fut, T, E>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<T, Error<T, E>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        P::Bulkhead: Waitable,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.execute_waiting(self.bulkhead(), options, operation)
+            .await
+    }
+
+    /// [`Self::execute_waiting`] in the pipeline's own adaptive limiter's queue zone: the
+    /// policy waited on is the one that admits, by construction.
+    pub async fn execute_waiting_for_limiter<F, Fut, T, E>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<T, Error<T, E>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        P::Limiter: Waitable,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.execute_waiting(self.limiter(), options, operation)
             .await
     }
 
