@@ -21,7 +21,7 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
 //! let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(100));
-//! let layer = ResilienceLayer::new(Resilience::new(Box::new(pipeline)));
+//! let layer = ResilienceLayer::new(Resilience::new(pipeline));
 //! let svc = ServiceBuilder::new().layer(layer).service(service_fn(|n: u32| async move {
 //!     if n == 0 { tokio::time::sleep(Duration::from_secs(1)).await; }
 //!     Ok::<_, std::io::Error>(n * 2)
@@ -35,7 +35,7 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::ops::{ControlFlow, Deref};
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
@@ -47,7 +47,7 @@ use resilix::classify::Classify;
 use resilix::execute::{Attempted, ExecuteError, Timer, conclude};
 use resilix::observe::Observer;
 use resilix::permit::{Env, Policy};
-use resilix::pipeline::{Attempt, Pipeline};
+use resilix::pipeline::{AsPipeline, Attempt, Pipeline};
 use resilix::random::SeededRandom;
 use resilix::retry::RetryPolicy;
 use resilix::time::{Deadline, Instant};
@@ -134,7 +134,14 @@ impl<S, Req, P, O, C, Rt, T, B, L, H, Rl> Layer<S> for ResilienceLayer<Resilienc
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
+    P: AsPipeline<
+            Retry = Rt,
+            Throttler = T,
+            Breaker = B,
+            Limiter = L,
+            Bulkhead = H,
+            RateLimit = Rl,
+        >,
     Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,
@@ -359,15 +366,24 @@ pin_project! {
 /// clone of) `resilience`, and must never move or mutably reach the `Resilience` out of the
 /// `Arc`. Then the reference is valid: the `Arc`'s allocation does not move while one clone
 /// lives, only shared access to it is ever given, and a shared borrow of `P` keeps its
-/// `Deref` target valid for as long as that borrow could last. The `'static` never escapes:
+/// pipeline (`AsPipeline`: itself, or behind a pointer) valid for as long as that borrow could
+/// last. The `'static` never escapes:
 /// policies and permits are generic over their lifetime and cannot rely on it.
-unsafe fn extend<P: Deref, O, C>(resilience: &Arc<Resilience<P, O, C>>) -> &'static P::Target
+#[allow(clippy::type_complexity)] // the pipeline's six slots, as `AsPipeline` names them
+unsafe fn extend<P: AsPipeline, O, C>(
+    resilience: &Arc<Resilience<P, O, C>>,
+) -> &'static Pipeline<P::Retry, P::Throttler, P::Breaker, P::Limiter, P::Bulkhead, P::RateLimit>
 where
-    P::Target: 'static,
+    P::Retry: 'static,
+    P::Throttler: 'static,
+    P::Breaker: 'static,
+    P::Limiter: 'static,
+    P::Bulkhead: 'static,
+    P::RateLimit: 'static,
 {
-    let pipeline: &P::Target = resilience.pipeline();
+    let pipeline = resilience.pipeline().as_pipeline();
     // SAFETY: the caller's contract above.
-    unsafe { &*(pipeline as *const P::Target) }
+    unsafe { &*(pipeline as *const _) }
 }
 
 impl<S, Req, P, O, C, St> Future for ResponseFuture<S, Req, P, O, C, St>
@@ -405,7 +421,14 @@ fn poll_response<S, Req, P, O, C, Rt, T, B, L, H, Rl>(
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
+    P: AsPipeline<
+            Retry = Rt,
+            Throttler = T,
+            Breaker = B,
+            Limiter = L,
+            Bulkhead = H,
+            RateLimit = Rl,
+        >,
     Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,

@@ -193,7 +193,7 @@ async fn dropping_the_future_at_each_await_point_gives_the_permits_back() {
 struct Charge(u32);
 
 /// Without retry the Layer moves the request into its one attempt: no `Req: Clone`. Spawned on
-/// a multi-thread runtime, over a pipeline with an owned bulkhead, from an `Arc`.
+/// a multi-thread runtime, over an owned pipeline with an owned bulkhead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_that_is_not_clone_goes_through_a_pipeline_without_retry() {
     use resilix::bulkhead::Bulkhead;
@@ -201,7 +201,8 @@ async fn a_request_that_is_not_clone_goes_through_a_pipeline_without_retry() {
     let pipeline = Pipeline::new()
         .bulkhead(Bulkhead::default())
         .attempt_timeout(Duration::from_secs(5));
-    let resilience = Arc::new(Resilience::new(Arc::new(pipeline)));
+    // The pipeline itself, owned by the `Resilience` the Layer shares: no `Box`, no `Arc`.
+    let resilience = Arc::new(Resilience::new(pipeline));
     let layer = ResilienceLayer::shared(resilience.clone());
     let svc = ServiceBuilder::new().layer(layer).service(service_fn(
         |Charge(cents): Charge| async move { Ok::<_, BoxError>(cents * 2) },
