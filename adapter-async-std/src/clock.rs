@@ -83,7 +83,7 @@ pub fn now() -> Instant {
 /// let out = Resilience::new(&pipeline)
 ///     .execute(options, || async { Ok::<_, ()>(7) })
 ///     .await;
-/// assert_eq!(out.unwrap(), Ok(7));
+/// assert_eq!(out, Ok(7));
 /// # });
 /// ```
 pub fn deadline_in(timeout: Duration) -> Deadline {

@@ -25,7 +25,7 @@
 //!     let answer = resilience
 //!         .execute(CallOptions::default(), || async { Ok::<_, std::io::Error>(42) })
 //!         .await;
-//!     assert_eq!(answer.unwrap().unwrap(), 42);
+//!     assert_eq!(answer.unwrap(), 42);
 //! });
 //! ```
 

@@ -39,7 +39,7 @@ use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
 use resilix::retry::{Backoff, Retry, RetryConfig, Strategy};
 use resilix_tokio::http::{HttpResponse, IdempotencyKey, call_options};
 use resilix_tokio::reqwest::{RequestBuilderExt, classify_error};
-use resilix_tokio::{LastKnownGood, Resilience, deadline_in};
+use resilix_tokio::{Error, LastKnownGood, Resilience, deadline_in};
 use tokio::net::TcpListener;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -195,14 +195,14 @@ async fn main() -> Result<(), BoxError> {
             })
             .await;
         match outcome {
-            Ok(Ok(response)) if response.status() == 200 => {
+            Ok(response) if response.status() == 200 => {
                 fresh += 1;
                 let body = response.text().await?;
                 println!("  -> 200 {body}");
                 last_price.set(body);
             }
-            Ok(Ok(response)) => println!("  -> {} (the upstream's answer)", response.status()),
-            Ok(Err(e)) => println!("  -> transport error: {e}"),
+            Ok(response) => println!("  -> {} (the upstream's answer)", response.status()),
+            Err(Error::Upstream { error, .. }) => println!("  -> transport error: {error}"),
             Err(stopped) => {
                 degraded += 1;
                 let cached = last_price.get().unwrap_or_else(|| "price=unknown".into());
@@ -235,8 +235,8 @@ async fn main() -> Result<(), BoxError> {
     let seen = upstream.orders.lock().unwrap().clone();
     let distinct: HashSet<_> = seen.iter().collect();
     let answer = match ordered {
-        Ok(Ok(body)) => body,
-        Ok(Err(e)) => format!("error: {e}"),
+        Ok(body) => body,
+        Err(Error::Upstream { error, .. }) => format!("error: {error}"),
         Err(stopped) => format!("stopped: {stopped}"),
     };
     println!(

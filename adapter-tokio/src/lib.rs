@@ -21,53 +21,52 @@
 //! its policies' timeline with every other handle. [`now`], [`deadline_in`] and [`retry_in`]
 //! read it for you: a deadline from a relative timeout, a rejection's retry-at as a wait.
 //!
-//! # Sharing policies between tasks
+//! # A service in a dozen lines
 //!
-//! A pipeline owned by an `Arc`, holding policies owned by `Arc`s, is cloned into spawned
-//! tasks as it is: no `static`, no leak, no wrapper type. The `Arc`'d budget below is the one
-//! every pipeline of the process spends from; the breaker and bulkhead stay inspectable.
+//! Policies built from their presets, one retry budget for the process (an `Arc`: every
+//! pipeline that retries spends from it), one pipeline owned by a `Resilience`, shared by 8
+//! spawned tasks through an `Arc`; each call with a relative timeout. No `static`, no leak, no
+//! wrapper type. The README's first example is this one.
 //!
 //! ```
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use resilix::breaker::{Breaker, Config};
-//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::breaker::Breaker;
+//! use resilix::bulkhead::Bulkhead;
 //! use resilix::call::CallOptions;
-//! use resilix::execute::ExecuteError;
 //! use resilix::pipeline::Pipeline;
-//! use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
-//! use resilix::retry::{Retry, RetryConfig};
-//! use resilix_tokio::{Resilience, deadline_in};
+//! use resilix::retry::{Retry, RetryConfig, budget::TokenBucket};
+//! use resilix_tokio::{Error, Resilience};
 //!
 //! # tokio::runtime::Builder::new_multi_thread().enable_time().build().unwrap().block_on(async {
-//! let budget = Arc::new(TokenBucket::new(TokenBucketConfig::AWS_SDK_STANDARD).unwrap());
-//! let breaker = Arc::new(Breaker::new(Config::DEFAULT).unwrap());
-//! let bulkhead = Arc::new(Bulkhead::new(BulkheadConfig::new(16).unwrap()));
+//! let budget = Arc::new(TokenBucket::default()); // one retry budget for the whole process
 //! let pipeline = Pipeline::new()
 //!     .retry(Retry::new(RetryConfig::DEFAULT, budget.clone()))
-//!     .breaker(breaker.clone())
-//!     .bulkhead(bulkhead.clone());
-//! let resilience = Arc::new(Resilience::new(Arc::new(pipeline)));
-//! let tasks: Vec<_> = (0..8u32).map(|i| {
+//!     .breaker(Breaker::default())
+//!     .bulkhead(Bulkhead::default());
+//! let resilience = Arc::new(Resilience::new(pipeline));
+//! let tasks: Vec<_> = (0..8).map(|i| {
 //!     let resilience = resilience.clone();
 //!     tokio::spawn(async move {
-//!         let options = CallOptions::default().deadline(deadline_in(Duration::from_secs(1)));
-//!         match resilience.execute(options, || async move { Ok::<_, ()>(i) }).await {
-//!             Ok(answer) => answer,
-//!             Err(ExecuteError::Refused { rejection, .. }) => panic!("refused: {rejection}"),
-//!             Err(stopped) => panic!("{stopped}"),
-//!         }
+//!         let options = CallOptions::default().timeout(Duration::from_secs(1));
+//!         resilience.execute(options, || async move { Ok::<u32, std::io::Error>(i) }).await
 //!     })
 //! }).collect();
 //! for task in tasks {
-//!     assert!(task.await.unwrap().is_ok());
+//!     match task.await.unwrap() {
+//!         Ok(answer) => assert!(answer < 8),
+//!         Err(Error::Upstream { error, .. }) => eprintln!("the upstream failed: {error}"),
+//!         Err(stopped) => eprintln!("{stopped}"), // which policy stopped it, and what to do
+//!     }
 //! }
-//! assert_eq!(bulkhead.held(), 0);
+//! assert_eq!(resilience.bulkhead().held(), 0);
 //! # });
 //! ```
 //!
-//! (A pipeline of `&'static` policies spawned this way still needs [`Static`]: see its docs
-//! for why rustc refuses it. `Arc`s carry no lifetime, so the question does not arise.)
+//! `Arc<Breaker>`, `Arc<Bulkhead>` (any policy) plug into a slot as the policy itself
+//! ([`resilix::shared`]), to share one policy between pipelines. A pipeline of `&'static`
+//! policies spawned this way still needs [`Static`]: see its docs for why rustc refuses it.
+//! An owned pipeline or `Arc`s carry no lifetime, so the question does not arise.
 //!
 //! # Testing on paused time
 //!
@@ -97,13 +96,14 @@
 //! let answer = resilience
 //!     .execute(CallOptions::default(), || async { Ok::<_, std::io::Error>(42) })
 //!     .await;
-//! assert_eq!(answer.unwrap().unwrap(), 42);
+//! assert_eq!(answer.unwrap(), 42);
 //! # });
 //! ```
 
 //! # Waiting
 //!
-//! [`Resilience::execute_waiting`](resilix::resilience::Resilience::execute_waiting) holds each
+//! [`Resilience::execute_waiting_for_bulkhead`](resilix::resilience::Resilience::execute_waiting_for_bulkhead)
+//! (and `execute_waiting_for_limiter`) holds each
 //! attempt (boundedly) until a bulkhead slot frees, or while the call waits in the adaptive
 //! limiter's queue zone, instead of refusing it at once: give the policy a [`SlotWaiters`]
 //! hook. The rules (max waiters, max wait, FIFO on arrival or LIFO, no hand-off) are the
@@ -129,8 +129,8 @@
 //! };
 //! // Two calls, one slot: the second waits 30 ms for the first instead of being refused.
 //! let (a, b) = tokio::join!(
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
+//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
 //! );
 //! assert!(a.is_ok() && b.is_ok());
 //! # });
@@ -160,6 +160,7 @@ pub mod tracing;
 pub use clock::{TokioClock, TokioTimer, deadline_in, now, retry_in};
 pub use statics::Static;
 
+pub use resilix::Error;
 pub use resilix::execute::{Attempted, ExecuteError};
 pub use resilix::waiters::WaitGate;
 pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, thread_seed};

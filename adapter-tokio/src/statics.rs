@@ -27,7 +27,7 @@ use resilix::random::Random;
 /// let task = tokio::spawn(async move {
 ///     resilience.execute(CallOptions::default(), || async { Ok::<u32, ()>(1) }).await
 /// });
-/// assert_eq!(task.await.unwrap(), Ok(Ok(1)));
+/// assert_eq!(task.await.unwrap(), Ok(1));
 /// # });
 /// ```
 #[derive(Debug)]

@@ -2,8 +2,10 @@
 //!
 //! The service is `Clone`, and every clone shares one [`Resilience`] (one set of policies:
 //! one breaker per upstream, one budget per process) through an `Arc`. Each attempt clones the
-//! inner service, waits for it to be ready and calls it with a clone of the request, so a
-//! request type must be `Clone` to be retried.
+//! inner service, waits for it to be ready and calls it with the request: a pipeline without
+//! retry moves the request into its one attempt (no `Clone` needed: `reqwest::Request` is
+//! not), a retrying one hands each attempt a clone ([`resilix::call::Replay`], by the retry
+//! slot's type).
 //!
 //! Errors become [`tower::BoxError`](BoxError): the inner service's own error, or the core's
 //! typed [`ExecuteError`] carrying the last inner error (`ServiceError`), which a caller can
@@ -19,7 +21,7 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
 //! let pipeline = Pipeline::new().attempt_timeout(Duration::from_millis(100));
-//! let layer = ResilienceLayer::new(Resilience::new(Box::new(pipeline)));
+//! let layer = ResilienceLayer::new(Resilience::new(pipeline));
 //! let svc = ServiceBuilder::new().layer(layer).service(service_fn(|n: u32| async move {
 //!     if n == 0 { tokio::time::sleep(Duration::from_secs(1)).await; }
 //!     Ok::<_, std::io::Error>(n * 2)
@@ -33,19 +35,19 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
-use std::ops::{ControlFlow, Deref};
+use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use pin_project_lite::pin_project;
-use resilix::call::{Call, CallOptions};
+use resilix::call::{Call, CallOptions, Replay};
 use resilix::classify::Classify;
 use resilix::execute::{Attempted, ExecuteError, Timer, conclude};
 use resilix::observe::Observer;
 use resilix::permit::{Env, Policy};
-use resilix::pipeline::{Attempt, Pipeline};
+use resilix::pipeline::{AsPipeline, Attempt, Pipeline};
 use resilix::random::SeededRandom;
 use resilix::retry::RetryPolicy;
 use resilix::time::{Deadline, Instant};
@@ -132,9 +134,15 @@ impl<S, Req, P, O, C, Rt, T, B, L, H, Rl> Layer<S> for ResilienceLayer<Resilienc
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    Req: Clone,
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
-    Rt: RetryPolicy + 'static,
+    P: AsPipeline<
+            Retry = Rt,
+            Throttler = T,
+            Breaker = B,
+            Limiter = L,
+            Bulkhead = H,
+            RateLimit = Rl,
+        >,
+    Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,
     L: Policy + 'static,
@@ -236,7 +244,7 @@ where
             rng: None,
             now: Instant::ZERO,
             inner: self.inner.clone(),
-            request,
+            request: Some(request),
             timeout: self.timeout,
             idempotent: self.idempotent,
             resilience: Arc::clone(&self.resilience),
@@ -342,7 +350,7 @@ pin_project! {
         rng: Option<SeededRandom>,
         now: Instant,
         inner: S,
-        request: Req,
+        request: Option<Req>,
         timeout: Option<Duration>,
         idempotent: bool,
         resilience: Arc<Resilience<P, O, C>>,
@@ -358,15 +366,24 @@ pin_project! {
 /// clone of) `resilience`, and must never move or mutably reach the `Resilience` out of the
 /// `Arc`. Then the reference is valid: the `Arc`'s allocation does not move while one clone
 /// lives, only shared access to it is ever given, and a shared borrow of `P` keeps its
-/// `Deref` target valid for as long as that borrow could last. The `'static` never escapes:
+/// pipeline (`AsPipeline`: itself, or behind a pointer) valid for as long as that borrow could
+/// last. The `'static` never escapes:
 /// policies and permits are generic over their lifetime and cannot rely on it.
-unsafe fn extend<P: Deref, O, C>(resilience: &Arc<Resilience<P, O, C>>) -> &'static P::Target
+#[allow(clippy::type_complexity)] // the pipeline's six slots, as `AsPipeline` names them
+unsafe fn extend<P: AsPipeline, O, C>(
+    resilience: &Arc<Resilience<P, O, C>>,
+) -> &'static Pipeline<P::Retry, P::Throttler, P::Breaker, P::Limiter, P::Bulkhead, P::RateLimit>
 where
-    P::Target: 'static,
+    P::Retry: 'static,
+    P::Throttler: 'static,
+    P::Breaker: 'static,
+    P::Limiter: 'static,
+    P::Bulkhead: 'static,
+    P::RateLimit: 'static,
 {
-    let pipeline: &P::Target = resilience.pipeline();
+    let pipeline = resilience.pipeline().as_pipeline();
     // SAFETY: the caller's contract above.
-    unsafe { &*(pipeline as *const P::Target) }
+    unsafe { &*(pipeline as *const _) }
 }
 
 impl<S, Req, P, O, C, St> Future for ResponseFuture<S, Req, P, O, C, St>
@@ -404,9 +421,15 @@ fn poll_response<S, Req, P, O, C, Rt, T, B, L, H, Rl>(
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
-    Req: Clone,
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
-    Rt: RetryPolicy + 'static,
+    P: AsPipeline<
+            Retry = Rt,
+            Throttler = T,
+            Breaker = B,
+            Limiter = L,
+            Bulkhead = H,
+            RateLimit = Rl,
+        >,
+    Rt: RetryPolicy + Replay<Req> + 'static,
     T: Policy + 'static,
     B: Policy + 'static,
     L: Policy + 'static,
@@ -452,9 +475,13 @@ where
                         // its first poll (as the core's loop does).
                         *this.deadline = attempt.deadline().map(|d| d.instant());
                         state.permits = Some(attempt);
+                        // Moved into the only attempt, or cloned when retries may follow.
+                        let Some(request) = Rt::next_request(this.request) else {
+                            unreachable!("a pipeline that never retries makes one attempt")
+                        };
                         this.attempt.set(AttemptFuture::Ready {
                             svc: this.inner.clone(),
-                            request: Some(this.request.clone()),
+                            request: Some(request),
                         });
                         *this.step = Step::Attempt;
                     }

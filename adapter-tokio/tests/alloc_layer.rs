@@ -68,9 +68,9 @@ fn a_layered_request_allocates_nothing_per_call() {
         let pipeline = Pipeline::new()
             .retry(Retry::new(
                 RetryConfig::DEFAULT,
-                RatioBudget::<10>::new(RatioBudgetConfig::DEFAULT).unwrap(),
+                RatioBudget::new(RatioBudgetConfig::DEFAULT).unwrap(),
             ))
-            .throttler(Throttler::<20>::new(ThrottlerConfig::DEFAULT).unwrap())
+            .throttler(Throttler::new(ThrottlerConfig::DEFAULT).unwrap())
             .breaker(Breaker::new(BreakerConfig::DEFAULT).unwrap())
             .limiter(Limiter::new(LimiterConfig::gradient2()).unwrap())
             .bulkhead(Bulkhead::new(BulkheadConfig::DEFAULT))

@@ -79,11 +79,12 @@ async fn a_503_is_retried_and_the_verdict_carries_retry_after() {
         .execute(CallOptions::default(), || {
             let n = calls.fetch_add(1, Ordering::SeqCst);
             async move {
-                if n == 0 {
+                // The front end runs fallible operations: an infallible one says so.
+                Ok::<_, std::convert::Infallible>(if n == 0 {
                     response(503, Some("2"))
                 } else {
                     response(200, None)
-                }
+                })
             }
         })
         .await

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use resilix::Error;
 use resilix::RejectReason;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::call::CallOptions;
-use resilix::execute::ExecuteError;
 use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::pipeline::Pipeline;
 use resilix::time::{Clock, Deadline};
@@ -36,7 +36,7 @@ async fn work(took: Duration) -> Result<(), ()> {
     Ok(())
 }
 
-fn refused_reason<T>(r: Result<T, ExecuteError<T>>) -> Option<RejectReason> {
+fn refused_reason<T, E>(r: Result<T, Error<T, E>>) -> Option<RejectReason> {
     r.err().and_then(|e| e.rejection()).map(|r| r.reason())
 }
 
@@ -50,7 +50,7 @@ async fn a_call_beyond_the_limit_waits_in_the_queue_zone() {
         r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
         r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
     );
-    assert_eq!((x, y), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!((x, y), (Ok(()), Ok(())));
     assert_eq!(
         start.elapsed(),
         60 * MS,
@@ -68,7 +68,7 @@ async fn without_waiting_the_same_call_is_refused() {
         r.execute(CallOptions::default(), || work(30 * MS)),
         r.execute(CallOptions::default(), || work(30 * MS)),
     );
-    assert_eq!(x, Ok(Ok(())));
+    assert_eq!(x, Ok(()));
     assert_eq!(refused_reason(y), Some(RejectReason::LimiterFull));
 }
 
@@ -92,7 +92,7 @@ async fn the_zone_bounds_the_waiters_not_just_the_wait_config() {
         r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
         third,
     );
-    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!((a, b), (Ok(()), Ok(())));
     assert_eq!(refused_reason(c), Some(RejectReason::LimiterFull));
     assert_eq!(refused_at, MS, "refused on arrival, not after waiting");
     assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
@@ -116,7 +116,7 @@ async fn max_wait_and_the_deadline_end_a_wait_and_give_the_place_back() {
         waited(CallOptions::default()),
         waited(CallOptions::default().deadline(deadline)),
     );
-    assert_eq!(first, Ok(Ok(())));
+    assert_eq!(first, Ok(()));
     assert_eq!(by_max_wait, (Some(RejectReason::LimiterFull), 11 * MS));
     assert_eq!(by_deadline, (Some(RejectReason::LimiterFull), 5 * MS));
     assert_eq!(
@@ -141,7 +141,7 @@ async fn a_cancelled_waiter_gives_its_place_back() {
         .await
     };
     let (held, cancelled) = tokio::join!(holder, waiter);
-    assert_eq!(held, Ok(Ok(())));
+    assert_eq!(held, Ok(()));
     assert!(cancelled.is_err(), "dropped while waiting");
     assert_eq!((l.in_flight(), l.waiting(), l.hook().waiting()), (0, 0, 0));
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use resilix::Error;
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
-use resilix::execute::ExecuteError;
 use resilix::pipeline::Pipeline;
 use resilix::retry::budget::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};
 use resilix::retry::{Backoff, GiveUpReason, Retry, RetryConfig};
@@ -74,8 +74,8 @@ async fn one_arc_pipeline_in_spawned_tasks_spends_from_one_budget() {
                 assert!(
                     matches!(
                         outcome,
-                        Err(ExecuteError::GaveUp {
-                            reason: GiveUpReason::AttemptsExhausted { attempts: ATTEMPTS },
+                        Err(Error::Upstream {
+                            gave_up: Some(GiveUpReason::AttemptsExhausted { attempts: ATTEMPTS }),
                             ..
                         })
                     ),
@@ -122,7 +122,13 @@ async fn a_pipeline_per_task_shares_the_budget_by_arc() {
                         Err::<(), _>("down")
                     })
                     .await;
-                gave_up += u32::from(matches!(outcome, Err(ExecuteError::GaveUp { .. })));
+                gave_up += u32::from(matches!(
+                    outcome,
+                    Err(Error::Upstream {
+                        gave_up: Some(_),
+                        ..
+                    })
+                ));
             }
             gave_up
         }));
@@ -175,8 +181,8 @@ async fn a_small_shared_budget_grants_exactly_its_balance() {
                         Err::<(), _>("down")
                     })
                     .await;
-                if let Err(ExecuteError::GaveUp {
-                    reason: GiveUpReason::BudgetExceeded,
+                if let Err(Error::Upstream {
+                    gave_up: Some(GiveUpReason::BudgetExceeded),
                     ..
                 }) = outcome
                 {

@@ -8,9 +8,10 @@
 
 use std::time::Duration;
 
+use resilix::Error;
 use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
 use resilix::call::CallOptions;
-use resilix::execute::{ExecuteError, Timer};
+use resilix::execute::Timer;
 use resilix::pipeline::Pipeline;
 use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 use resilix::time::{Clock, Deadline, Instant};
@@ -20,7 +21,7 @@ use resilix_tokio::{Resilience, TokioClock, TokioTimer};
 const SECOND: Duration = Duration::from_secs(1);
 const HOUR: Duration = Duration::from_secs(3_600);
 
-type Out = Result<Result<(), ()>, ExecuteError<Result<(), ()>>>;
+type Out = Result<(), Error<(), ()>>;
 
 fn rejection(out: &Out) -> Option<Rejection> {
     out.as_ref().err().and_then(|e| e.rejection())
@@ -49,7 +50,7 @@ async fn a_rate_limiter_used_through_a_resilience_per_request_admits_one_per_int
     let pipeline = Pipeline::new().rate_limit(&limiter);
     for i in 0..30 {
         let out: Out = request!(pipeline);
-        assert_eq!(out, Ok(Ok(())), "request {i}, {}s in", 2 * i);
+        assert_eq!(out, Ok(()), "request {i}, {}s in", 2 * i);
         // Right after, the bucket is empty: refused, and the retry-at is one second away on
         // the timeline any fresh clock reads.
         let out: Out = request!(pipeline);
@@ -100,11 +101,7 @@ async fn a_breaker_opened_by_four_failures_probes_after_60_s_and_after_an_hour()
 
         tokio::time::advance(gap - SECOND).await;
         let out: Out = request!(pipeline);
-        assert_eq!(
-            out,
-            Ok(Ok(())),
-            "{gap:?} after opening: a probe, not a refusal"
-        );
+        assert_eq!(out, Ok(()), "{gap:?} after opening: a probe, not a refusal");
         assert_eq!(
             breaker.state(),
             CircuitState::Closed,
@@ -131,7 +128,7 @@ async fn two_handles_made_60_s_apart_share_a_burst_one_limiter() {
             .execute(CallOptions::default(), || async { Ok(()) })
             .await;
         match out {
-            Ok(Ok(())) => admitted += 1,
+            Ok(()) => admitted += 1,
             other => assert_eq!(
                 rejection(&other).map(|r| r.reason()),
                 Some(RejectReason::RateLimited)
@@ -161,7 +158,7 @@ async fn a_deadline_from_a_fresh_clock_holds_after_an_hour_of_uptime() {
             Ok(())
         })
         .await;
-    assert_eq!(out, Ok(Ok(())));
+    assert_eq!(out, Ok(()));
     assert_eq!(deadline.remaining(TokioClock::new().now()), 4 * SECOND);
 }
 
@@ -179,9 +176,9 @@ async fn a_deadline_anchored_at_instant_zero_fails_at_once_not_after_uptime() {
         .await;
     assert_eq!(
         out,
-        Err(ExecuteError::DeadlinePassed {
+        Err(Error::DeadlinePassed {
             attempts: 0,
-            last: None
+            last_error: None
         })
     );
 }
@@ -228,7 +225,7 @@ async fn deadlines_and_retry_at_without_a_private_timer() {
             Ok(())
         })
         .await;
-    assert_eq!(out, Ok(Ok(())));
+    assert_eq!(out, Ok(()));
 
     tokio::time::advance(Duration::from_millis(250)).await;
     let out: Out = resilience
@@ -244,7 +241,7 @@ async fn deadlines_and_retry_at_without_a_private_timer() {
     // Sleeping that long is enough, and not a nanosecond more than the limiter's tick.
     tokio::time::sleep(wait).await;
     let out: Out = request!(pipeline);
-    assert_eq!(out, Ok(Ok(())), "admitted after the wait it gave");
+    assert_eq!(out, Ok(()), "admitted after the wait it gave");
     // A passed retry-at is a zero wait; an unknown one is none.
     tokio::time::advance(HOUR).await;
     assert_eq!(resilix_tokio::retry_in(&refused), Some(Duration::ZERO));

@@ -187,3 +187,35 @@ async fn dropping_the_future_at_each_await_point_gives_the_permits_back() {
     drop(svc.oneshot(false));
     assert_eq!(gate.counts().admitted, 2);
 }
+
+/// A request that is not `Clone` (as `reqwest::Request` is not).
+#[derive(Debug)]
+struct Charge(u32);
+
+/// Without retry the Layer moves the request into its one attempt: no `Req: Clone`. Spawned on
+/// a multi-thread runtime, over an owned pipeline with an owned bulkhead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_is_not_clone_goes_through_a_pipeline_without_retry() {
+    use resilix::bulkhead::Bulkhead;
+
+    let pipeline = Pipeline::new()
+        .bulkhead(Bulkhead::default())
+        .attempt_timeout(Duration::from_secs(5));
+    // The pipeline itself, owned by the `Resilience` the Layer shares: no `Box`, no `Arc`.
+    let resilience = Arc::new(Resilience::new(pipeline));
+    let layer = ResilienceLayer::shared(resilience.clone());
+    let svc = ServiceBuilder::new().layer(layer).service(service_fn(
+        |Charge(cents): Charge| async move { Ok::<_, BoxError>(cents * 2) },
+    ));
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let svc = svc.clone();
+            tokio::spawn(async move { svc.oneshot(Charge(i)).await.unwrap() })
+        })
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        assert_eq!(task.await.unwrap(), 2 * i as u32);
+    }
+    assert_eq!(resilience.bulkhead().held(), 0);
+    assert_eq!(resilience.bulkhead().releases(), 8);
+}

@@ -105,7 +105,7 @@ fn each_attempt_is_a_debug_event_inside_the_call_span() {
             .instrument(call_span("inventory"))
             .await
     });
-    assert_eq!(out, Ok(Ok(1)));
+    assert_eq!(out, Ok(1));
     let events = recorder.0.events.lock().unwrap().clone();
     let settled: Vec<_> = events
         .iter()

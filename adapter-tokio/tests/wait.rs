@@ -7,11 +7,11 @@ use std::sync::Mutex;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use resilix::Error;
 use resilix::RejectReason;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
-use resilix::execute::ExecuteError;
 use resilix::observe::Event;
 use resilix::pipeline::Pipeline;
 use resilix_testkit::Log;
@@ -41,7 +41,7 @@ async fn a_second_call_waits_for_the_slot_instead_of_being_refused() {
         r.execute_waiting(&b, CallOptions::default(), || work(30 * MS)),
         r.execute_waiting(&b, CallOptions::default(), || work(30 * MS)),
     );
-    assert_eq!((x, y), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!((x, y), (Ok(()), Ok(())));
     assert_eq!(start.elapsed(), 60 * MS, "one after the other");
     assert!(
         !log.events()
@@ -77,7 +77,7 @@ async fn refused_when_max_waiters_are_waiting_or_max_wait_passes() {
             .await
         },
     );
-    assert_eq!(holder, Ok(Ok(())));
+    assert_eq!(holder, Ok(()));
     // The waiter gave up after max_wait (10 ms), before the holder finished (30 ms).
     let (waited, at) = waiter;
     assert_eq!(
@@ -86,10 +86,7 @@ async fn refused_when_max_waiters_are_waiting_or_max_wait_passes() {
     );
     assert_eq!(at, 10 * MS);
     // The third found the one waiter place taken: refused at once, never ran.
-    assert!(matches!(
-        third,
-        Err(ExecuteError::Refused { attempts: 0, .. })
-    ));
+    assert!(matches!(third, Err(Error::Refused { attempts: 0, .. })));
     assert!(!*third_started.lock().unwrap());
     let rejected = log
         .events()
@@ -141,7 +138,7 @@ async fn a_cancelled_waiter_leaves_the_queue_and_passes_its_wake_up_on() {
     drop(a); // `a` leaves without taking the slot: `c` must not sleep on
     assert_eq!(b.hook().waiting(), 0, "c was woken in a's place");
     let out = std::future::poll_fn(|cx| c.as_mut().poll(cx)).await;
-    assert_eq!(out, Ok(Ok(())));
+    assert_eq!(out, Ok(()));
     assert_eq!(b.held(), 0);
 }
 
@@ -176,11 +173,7 @@ async fn many_tasks_on_two_threads_all_get_a_slot_and_the_cap_holds() {
     }
     let started = std::time::Instant::now();
     for t in tasks {
-        assert_eq!(
-            t.await.unwrap(),
-            Ok(Ok(())),
-            "no waiter was lost or refused"
-        );
+        assert_eq!(t.await.unwrap(), Ok(()), "no waiter was lost or refused");
     }
     assert!(
         started.elapsed() < Duration::from_secs(5),

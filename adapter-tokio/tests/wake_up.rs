@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
+use resilix::Error;
 use resilix::RejectReason;
 use resilix::breaker::{Breaker, Config};
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::call::CallOptions;
-use resilix::execute::ExecuteError;
 use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
@@ -29,11 +29,11 @@ enum End {
     Refused(RejectReason, Duration),
 }
 
-fn end(out: Result<Result<(), ()>, ExecuteError<Result<(), ()>>>, start: Instant) -> End {
+fn end(out: Result<(), Error<(), ()>>, start: Instant) -> End {
     let at = start.elapsed();
     match out {
-        Ok(Ok(())) => End::Done(at),
-        Err(ExecuteError::Refused { rejection, .. }) => End::Refused(rejection.reason(), at),
+        Ok(()) => End::Done(at),
+        Err(Error::Refused { rejection, .. }) => End::Refused(rejection.reason(), at),
         other => panic!("unexpected end {other:?} at {at:?}"),
     }
 }
@@ -177,12 +177,12 @@ mod storm {
     use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
     use std::time::Duration;
 
+    use resilix::Error;
     use resilix::RejectReason;
     use resilix::breaker::{Breaker, Config};
     use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
     use resilix::bulkhead::{Bulkhead, BulkheadConfig};
     use resilix::call::CallOptions;
-    use resilix::execute::ExecuteError;
     use resilix::permit::Env;
     use resilix::pipeline::Pipeline;
     use resilix::random::{Random, SeededRandom};
@@ -351,7 +351,7 @@ mod storm {
                             });
                         let out = tokio::time::timeout(cancel_after, call).await;
                         outcomes.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(Err(ExecuteError::Refused { rejection, .. })) = out
+                        if let Ok(Err(Error::Refused { rejection, .. })) = out
                             && rejection.reason() == RejectReason::BulkheadFull
                             && started.elapsed() >= MAX_WAIT
                         {

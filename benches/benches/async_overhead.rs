@@ -24,7 +24,7 @@ use resilix::call::CallOptions;
 use resilix::classify::ResultClassifier;
 use resilix::execute::execute;
 use resilix::limiter::{Limiter, LimiterConfig};
-use resilix::pipeline::Pipeline;
+use resilix::pipeline::{AsPipeline, Pipeline};
 use resilix::random::SeededRandom;
 use resilix::retry::budget::{RatioBudget, RatioBudgetConfig};
 use resilix::retry::{Retry, RetryConfig};
@@ -120,20 +120,11 @@ impl Stack for TokioTimeoutPendingOnce {
 /// resilix-tokio's `execute` over [`operation_pending_once`].
 struct ResilixTokioPendingOnce<'p, P>(Resilience<&'p P>);
 
-impl<Rt, T, B, L, H, Rl> Stack for ResilixTokioPendingOnce<'_, Pipeline<Rt, T, B, L, H, Rl>>
-where
-    Rt: resilix::retry::RetryPolicy,
-    T: resilix::permit::Policy,
-    B: resilix::permit::Policy,
-    L: resilix::permit::Policy,
-    H: resilix::permit::Policy,
-    Rl: resilix::permit::Policy,
-{
+impl<P: AsPipeline> Stack for ResilixTokioPendingOnce<'_, P> {
     async fn call(&mut self, x: u32) -> u32 {
         self.0
             .execute(CallOptions::default(), || operation_pending_once(x))
             .await
-            .unwrap()
             .unwrap()
     }
 }
@@ -151,20 +142,11 @@ impl Stack for TokioTimeout {
 /// resilix-tokio's `execute`: the core's retry loop on tokio's clock and timer.
 struct ResilixTokio<'p, P>(Resilience<&'p P>);
 
-impl<Rt, T, B, L, H, Rl> Stack for ResilixTokio<'_, Pipeline<Rt, T, B, L, H, Rl>>
-where
-    Rt: resilix::retry::RetryPolicy,
-    T: resilix::permit::Policy,
-    B: resilix::permit::Policy,
-    L: resilix::permit::Policy,
-    H: resilix::permit::Policy,
-    Rl: resilix::permit::Policy,
-{
+impl<P: AsPipeline> Stack for ResilixTokio<'_, P> {
     async fn call(&mut self, x: u32) -> u32 {
         self.0
             .execute(CallOptions::default(), || operation(x))
             .await
-            .unwrap()
             .unwrap()
     }
 }
@@ -342,9 +324,9 @@ fn overhead(c: &mut Criterion) {
         let pipeline = Pipeline::new()
             .retry(Retry::new(
                 RetryConfig::DEFAULT,
-                RatioBudget::<10>::new(RatioBudgetConfig::DEFAULT).unwrap(),
+                RatioBudget::new(RatioBudgetConfig::DEFAULT).unwrap(),
             ))
-            .throttler(Throttler::<20>::new(ThrottlerConfig::DEFAULT).unwrap())
+            .throttler(Throttler::new(ThrottlerConfig::DEFAULT).unwrap())
             .breaker(Breaker::new(BreakerConfig::DEFAULT).unwrap())
             .limiter(Limiter::new(LimiterConfig::gradient2()).unwrap())
             .bulkhead(Bulkhead::new(BulkheadConfig::DEFAULT));

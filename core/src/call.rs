@@ -29,14 +29,18 @@ use crate::pipeline::{Attempt, Pipeline};
 use crate::random::Random;
 use crate::rejection::Rejection;
 use crate::retry::{AttemptOutcome, RetryDecision, RetryPolicy};
-use crate::time::Deadline;
+use core::time::Duration;
+
+use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
 pub use crate::retry::RetryDecision as Next;
 
 /// How a caller describes one logical call.
 ///
-/// A deadline is an instant on the driver's timeline: build it from the same clock the driver
+/// A timeout is relative: [`CallOptions::timeout`] counts from the moment the call starts
+/// (the driver's first clock read), so it needs no clock of the caller's own. A deadline is an
+/// instant on the driver's timeline: build it from the same clock the driver
 /// reads (`Deadline::after(clock.now(), timeout)`; with an adapter, `resilix_tokio::deadline_in`
 /// or `Resilience::deadline_in`). A deadline from another timeline (anchored at
 /// [`Instant::ZERO`](crate::time::Instant::ZERO), or read from a clock of your own) passes at
@@ -53,14 +57,41 @@ pub use crate::retry::RetryDecision as Next;
 ///     .idempotent(true);
 /// assert!(opts.is_idempotent());
 /// assert_eq!(opts.deadline_value().unwrap().remaining(clock.now()), Duration::from_secs(2));
+///
+/// // The same budget as a relative timeout: resolved when the call starts.
+/// let relative = CallOptions::default().timeout(Duration::from_secs(2));
+/// assert_eq!(relative.deadline_from(clock.now()), opts.deadline_value());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallOptions {
     deadline: Option<Deadline>,
+    timeout: Option<Duration>,
     idempotent: bool,
 }
 
 impl CallOptions {
+    /// The call must finish within `timeout` of its start, retry delays included: a deadline
+    /// the driver sets from its own clock when the call starts. With [`Self::deadline`] too,
+    /// the earlier of the two applies.
+    pub const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The relative timeout, if any.
+    pub const fn timeout_value(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// The call's deadline if it starts at `now`: the tighter of the deadline and `now` plus
+    /// the timeout.
+    pub const fn deadline_from(&self, now: Instant) -> Option<Deadline> {
+        match (self.timeout, self.deadline) {
+            (Some(timeout), deadline) => Some(Deadline::after(now, timeout).min_opt(deadline)),
+            (None, deadline) => deadline,
+        }
+    }
+
     /// The call must finish by `deadline`, an instant on the driver's clock; retry delays
     /// count against it.
     pub const fn deadline(mut self, deadline: Deadline) -> Self {
@@ -75,7 +106,8 @@ impl CallOptions {
         self
     }
 
-    /// The overall deadline, if any.
+    /// The overall deadline, if one was given as an instant (a [`Self::timeout`] becomes one
+    /// only when the call starts: [`Self::deadline_from`], [`Call::options`]).
     pub const fn deadline_value(&self) -> Option<Deadline> {
         self.deadline
     }
@@ -109,11 +141,14 @@ impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
     Pipeline<Rt, T, B, L, H, Rl>
 {
     /// Starts one logical call at `now`.
-    pub fn call(
-        &self,
-        now: crate::time::Instant,
-        options: CallOptions,
-    ) -> Call<'_, Rt, T, B, L, H, Rl> {
+    pub fn call(&self, now: Instant, options: CallOptions) -> Call<'_, Rt, T, B, L, H, Rl> {
+        // The relative timeout becomes a deadline here, once: every attempt and every retry
+        // delay is then measured against the same instant.
+        let options = CallOptions {
+            deadline: options.deadline_from(now),
+            timeout: None,
+            idempotent: options.idempotent,
+        };
         Call {
             pipeline: self,
             state: self.retry_policy().begin(now),
@@ -181,8 +216,63 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
         self.attempts
     }
 
-    /// The options the call was started with.
+    /// The options the call was started with, its timeout resolved into its deadline.
     pub const fn options(&self) -> CallOptions {
         self.options
+    }
+}
+
+/// How a driver that hands each attempt its own request (the tower Layer: a service takes its
+/// request by value) gets the request for the next attempt, by the retry policy's type: a
+/// pipeline that never retries moves the one request into its one attempt, so the request
+/// need not be `Clone` (`reqwest::Request` is not); a retrying one clones it per attempt.
+///
+/// ```
+/// use resilix::call::Replay;
+/// use resilix::retry::{NoRetry, Retry};
+///
+/// struct NotClone(u32);
+/// let mut kept = Some(NotClone(7));
+/// let first = <NoRetry as Replay<NotClone>>::next_request(&mut kept);
+/// assert_eq!(first.map(|r| r.0), Some(7));
+/// assert!(kept.is_none(), "moved into the one attempt");
+///
+/// let mut kept = Some(3u32);
+/// assert_eq!(<Retry as Replay<u32>>::next_request(&mut kept), Some(3));
+/// assert_eq!(kept, Some(3), "kept for the next attempt");
+/// ```
+pub trait Replay<Req> {
+    /// The request for the next attempt, from the one `kept` (`None` once it is gone).
+    fn next_request(kept: &mut Option<Req>) -> Option<Req>;
+}
+
+/// One attempt: the request moves into it.
+impl<Req> Replay<Req> for crate::retry::NoRetry {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.take()
+    }
+}
+
+/// Every attempt gets a clone.
+impl<Req: Clone, B> Replay<Req> for crate::retry::Retry<B> {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.clone()
+    }
+}
+
+impl<Req, P: Replay<Req> + ?Sized> Replay<Req> for &P {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        P::next_request(kept)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<Req, P: Replay<Req> + ?Sized> Replay<Req> for alloc::sync::Arc<P> {
+    #[inline]
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        P::next_request(kept)
     }
 }

@@ -307,7 +307,7 @@ where
             // longer: a waiter let through on a wake-up resolves it when dropped, passing it
             // on if the admission left the slot free (another policy refused, the deadline
             // passed). Dropped before the attempt runs, so it claims nothing meanwhile.
-            let mut wait = pin!(gate.ready(now, options.deadline_value()));
+            let mut wait = pin!(gate.ready(now, call.options().deadline_value()));
             let (ready, waited) = noting_wait(wait.as_mut()).await;
             if waited {
                 now = timer.now();

@@ -61,6 +61,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod call;
 pub mod classify;
+pub mod error;
 pub mod execute;
 pub mod fallback;
 mod give_up;
@@ -81,6 +82,7 @@ pub mod time;
 pub mod verdict;
 pub mod waiters;
 
+pub use error::Error;
 pub use rejection::{RejectReason, Rejection};
 
 /// The README's examples, compiled and run as doc tests so they cannot rot.

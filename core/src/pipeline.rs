@@ -218,7 +218,145 @@ impl<Rt, T, B, L, H, Rl> Pipeline<Rt, T, B, L, H, Rl> {
     pub const fn attempt_timeout_value(&self) -> Option<Duration> {
         self.attempt_timeout
     }
+
+    /// The throttler (`()` if absent). (`throttler(..)` is the setter; `Resilience` has the
+    /// plain names.)
+    pub const fn throttler_ref(&self) -> &T {
+        &self.throttler
+    }
+
+    /// The circuit breaker (`()` if absent).
+    ///
+    /// ```
+    /// use resilix::breaker::{Breaker, CircuitState};
+    /// use resilix::pipeline::Pipeline;
+    ///
+    /// let pipeline = Pipeline::new().breaker(Breaker::default());
+    /// assert_eq!(pipeline.breaker_ref().state(), CircuitState::Closed);
+    /// ```
+    pub const fn breaker_ref(&self) -> &B {
+        &self.breaker
+    }
+
+    /// The adaptive limiter (`()` if absent).
+    pub const fn limiter_ref(&self) -> &L {
+        &self.limiter
+    }
+
+    /// The bulkhead (`()` if absent).
+    pub const fn bulkhead_ref(&self) -> &H {
+        &self.bulkhead
+    }
+
+    /// The rate limiter (`()` if absent).
+    pub const fn rate_limit_ref(&self) -> &Rl {
+        &self.rate_limit
+    }
 }
+
+/// Anything that holds a [`Pipeline`]: the pipeline itself, a reference, a `Box` or an `Arc`
+/// of one. This trait is the one place the pipeline's six slots are named as types; every
+/// front end (the core's `Resilience`, the tower Layer) is generic over one `P: AsPipeline`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use resilix::bulkhead::Bulkhead;
+/// use resilix::pipeline::{AsPipeline, Pipeline};
+///
+/// fn held<P: AsPipeline<Bulkhead = Bulkhead>>(p: &P) -> u32 {
+///     p.as_pipeline().bulkhead_ref().held()
+/// }
+/// let pipeline = Pipeline::new().bulkhead(Bulkhead::default());
+/// assert_eq!(held(&pipeline), 0);
+/// assert_eq!(held(&&pipeline), 0);
+/// assert_eq!(held(&Arc::new(pipeline)), 0);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not hold a resilix `Pipeline`",
+    label = "expected a `Pipeline`, a `&Pipeline`, a `Box<Pipeline>` or an `Arc<Pipeline>`",
+    note = "every slot's policy must implement `Policy` (and the retry slot `RetryPolicy`)"
+)]
+pub trait AsPipeline {
+    /// The retry slot.
+    type Retry: RetryPolicy;
+    /// The throttler slot.
+    type Throttler: Policy;
+    /// The circuit-breaker slot.
+    type Breaker: Policy;
+    /// The adaptive-limiter slot.
+    type Limiter: Policy;
+    /// The bulkhead slot.
+    type Bulkhead: Policy;
+    /// The rate-limit slot.
+    type RateLimit: Policy;
+
+    /// The pipeline.
+    #[allow(clippy::type_complexity)] // the six slots, named here once
+    fn as_pipeline(
+        &self,
+    ) -> &Pipeline<
+        Self::Retry,
+        Self::Throttler,
+        Self::Breaker,
+        Self::Limiter,
+        Self::Bulkhead,
+        Self::RateLimit,
+    >;
+}
+
+impl<Rt, T, B, L, H, Rl> AsPipeline for Pipeline<Rt, T, B, L, H, Rl>
+where
+    Rt: RetryPolicy,
+    T: Policy,
+    B: Policy,
+    L: Policy,
+    H: Policy,
+    Rl: Policy,
+{
+    type Retry = Rt;
+    type Throttler = T;
+    type Breaker = B;
+    type Limiter = L;
+    type Bulkhead = H;
+    type RateLimit = Rl;
+
+    #[inline(always)]
+    fn as_pipeline(&self) -> &Self {
+        self
+    }
+}
+
+macro_rules! as_pipeline_through {
+    ($($(#[$attr:meta])* $holder:ty),*) => {$(
+        $(#[$attr])*
+        impl<P: AsPipeline + ?Sized> AsPipeline for $holder {
+            type Retry = P::Retry;
+            type Throttler = P::Throttler;
+            type Breaker = P::Breaker;
+            type Limiter = P::Limiter;
+            type Bulkhead = P::Bulkhead;
+            type RateLimit = P::RateLimit;
+
+            #[inline(always)]
+            fn as_pipeline(
+                &self,
+            ) -> &Pipeline<P::Retry, P::Throttler, P::Breaker, P::Limiter, P::Bulkhead, P::RateLimit>
+            {
+                (**self).as_pipeline()
+            }
+        }
+    )*};
+}
+
+as_pipeline_through!(
+    &P,
+    #[cfg(feature = "alloc")]
+    alloc::boxed::Box<P>,
+    #[cfg(feature = "alloc")]
+    alloc::sync::Arc<P>,
+    #[cfg(feature = "alloc")]
+    alloc::rc::Rc<P>
+);
 
 impl<Rt, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Pipeline<Rt, T, B, L, H, Rl> {
     /// Asks every policy, outermost first, whether this attempt may be sent.

@@ -30,23 +30,21 @@
 //! # let mut call = core::pin::pin!(call);
 //! # let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
 //! # let core::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) else { panic!() };
-//! assert_eq!(out.unwrap(), Ok(5));
+//! assert_eq!(out, Ok(5));
 //! ```
 
 use core::future::Future;
-use core::ops::Deref;
 use core::time::Duration;
 
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
+use crate::error::Error;
 use crate::execute::{ExecuteError, Gate, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
-use crate::permit::Policy;
-use crate::pipeline::Pipeline;
+use crate::pipeline::AsPipeline;
 use crate::random::{Random, SeededRandom};
 use crate::rejection::Rejection;
-use crate::retry::RetryPolicy;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
 use crate::waiters::{WaitGate, WaitTimer, Waitable};
@@ -159,8 +157,9 @@ pub const fn mix(mut z: u64) -> u64 {
 
 /// A pipeline with its observer, classifier, timer and seed source, ready to run calls.
 ///
-/// `P` is anything that dereferences to a [`Pipeline`]: `&pipeline`, `Arc<Pipeline<..>>`,
-/// `Box<Pipeline<..>>`. The policies are shared by every call (they take `&self`), so one
+/// `P` is anything that holds a [`Pipeline`](crate::pipeline::Pipeline) ([`AsPipeline`]): the pipeline itself (then
+/// share the whole `Resilience` in an `Arc`), `&pipeline`, `Box<Pipeline<..>>` or
+/// `Arc<Pipeline<..>>`. The policies are shared by every call (they take `&self`), so one
 /// `Resilience` serves every task. `S` is the seed source; `()` means none, and each call
 /// then takes a generator (the `*_with_rng` methods): firmware without entropy.
 #[derive(Debug)]
@@ -329,92 +328,121 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
     }
 }
 
-impl<P, Tm, S, O, C, Rt, T, B, L, H, Rl> Resilience<P, Tm, S, O, C>
+/// The policies, for inspection (a dashboard, a test's counts after a run): each slot's
+/// policy as the pipeline holds it (`()` where the slot is empty; an `Arc` where it was given
+/// one).
+///
+/// ```
+/// use resilix::bulkhead::Bulkhead;
+/// use resilix::pipeline::Pipeline;
+/// use resilix::resilience::{FixedSeeds, Resilience};
+/// # use resilix::time::Instant;
+/// # struct Never;
+/// # impl resilix::execute::Timer for Never {
+/// #     type Sleep<'a> = core::future::Pending<()>;
+/// #     fn now(&self) -> Instant { Instant::ZERO }
+/// #     fn sleep_until(&self, _: Instant) -> Self::Sleep<'_> { core::future::pending() }
+/// # }
+///
+/// let resilience = Resilience::with_parts(Pipeline::new().bulkhead(Bulkhead::default()), Never, FixedSeeds::new(1));
+/// assert_eq!(resilience.bulkhead().held(), 0);
+/// ```
+impl<P: AsPipeline, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
+    /// The retry policy.
+    pub fn retry(&self) -> &P::Retry {
+        self.pipeline.as_pipeline().retry_policy()
+    }
+
+    /// The throttler.
+    pub fn throttler(&self) -> &P::Throttler {
+        self.pipeline.as_pipeline().throttler_ref()
+    }
+
+    /// The circuit breaker.
+    pub fn breaker(&self) -> &P::Breaker {
+        self.pipeline.as_pipeline().breaker_ref()
+    }
+
+    /// The adaptive limiter.
+    pub fn limiter(&self) -> &P::Limiter {
+        self.pipeline.as_pipeline().limiter_ref()
+    }
+
+    /// The bulkhead.
+    pub fn bulkhead(&self) -> &P::Bulkhead {
+        self.pipeline.as_pipeline().bulkhead_ref()
+    }
+
+    /// The rate limiter.
+    pub fn rate_limit(&self) -> &P::RateLimit {
+        self.pipeline.as_pipeline().rate_limit_ref()
+    }
+}
+
+impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C>
 where
-    P: Deref<Target = Pipeline<Rt, T, B, L, H, Rl>>,
+    P: AsPipeline,
     Tm: Timer,
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
     O: Observer,
 {
     /// Runs `operation` through the pipeline: it is called once per attempt and may borrow.
     ///
-    /// Returns the output when the classifier called it a success or an answer, or the core's
-    /// typed error: refused (which policy, when it admits again), gave up (why, and the last
-    /// output), or the deadline passed. Dropping the returned future at any point gives back
+    /// Returns the success, or one flat [`Error`]: the upstream's own error, a failed answer
+    /// retry gave up on, a timeout, a refusal (which policy, and the wait until it admits
+    /// again), or the deadline passed. Dropping the returned future at any point gives back
     /// every permit and records nothing. Allocates nothing beyond the operation's own future.
-    pub async fn execute<F, Fut>(
+    pub async fn execute<F, Fut, T, E>(
         &self,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         S: SeedSource,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
-        execute(
-            &*self.pipeline,
-            &self.timer,
-            &mut rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await
+        self.execute_gated_with_rng(&(), &mut rng, options, operation)
+            .await
     }
 
     /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
     /// through the core's `rand_core` bridges, a seeded generator in a test).
-    pub async fn execute_with_rng<R, F, Fut>(
+    pub async fn execute_with_rng<R, F, Fut, T, E>(
         &self,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
-        execute(
-            &*self.pipeline,
-            &self.timer,
-            rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await
+        self.execute_gated_with_rng(&(), rng, options, operation)
+            .await
     }
 
     /// [`Self::execute`], with each attempt held at `gate` until it may be admitted.
-    pub async fn execute_gated_with_rng<G, R, F, Fut>(
+    pub async fn execute_gated_with_rng<G, R, F, Fut, T, E>(
         &self,
         gate: &G,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         G: Gate + ?Sized,
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
-        execute_gated(
-            &*self.pipeline,
+        let result = execute_gated(
+            self.pipeline.as_pipeline(),
             &self.timer,
             rng,
             &self.observer,
@@ -423,28 +451,37 @@ where
             gate,
             operation,
         )
-        .await
+        .await;
+        // The clock is read again only on a refusal, whose retry-at becomes a wait from now.
+        match result {
+            Err(stopped @ ExecuteError::Refused { .. }) => {
+                Err(Error::from_stopped(stopped, self.timer.now()))
+            }
+            result => Error::flatten(result, Instant::ZERO),
+        }
     }
 
     /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
     /// of being refused at once: a [`Bulkhead`](crate::bulkhead::Bulkhead) slot, or the
     /// [`Limiter`](crate::limiter::Limiter)'s queue zone (see [`crate::waiters`]). `target`
-    /// must be the policy in the pipeline. A caller that cannot wait (too many waiting, the
+    /// must be the policy in the pipeline, which this method cannot check: prefer
+    /// [`Self::execute_waiting_for_bulkhead`] and [`Self::execute_waiting_for_limiter`],
+    /// which take it from the pipeline. A caller that cannot wait (too many waiting, the
     /// zone full, `max_wait` or the call's deadline passed) is refused with the policy's
     /// reason.
-    pub async fn execute_waiting<W, F, Fut>(
+    pub async fn execute_waiting<W, F, Fut, T, E>(
         &self,
         target: &W,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         S: SeedSource,
         Tm: WaitTimer + Clone,
         W: Waitable + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
@@ -452,21 +489,60 @@ where
             .await
     }
 
+    /// [`Self::execute_waiting`] on the pipeline's own bulkhead: the policy waited on is the
+    /// one that admits, by construction (its slot must hold a bulkhead with a waiter list,
+    /// owned, borrowed or in an `Arc`). Example: the tokio adapter's crate docs.
+    pub async fn execute_waiting_for_bulkhead<F, Fut, T, E>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<T, Error<T, E>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        P::Bulkhead: Waitable,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.execute_waiting(self.bulkhead(), options, operation)
+            .await
+    }
+
+    /// [`Self::execute_waiting`] in the pipeline's own adaptive limiter's queue zone: the
+    /// policy waited on is the one that admits, by construction.
+    pub async fn execute_waiting_for_limiter<F, Fut, T, E>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<T, Error<T, E>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        P::Limiter: Waitable,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.execute_waiting(self.limiter(), options, operation)
+            .await
+    }
+
     /// [`Self::execute_waiting`] drawing randomness from `rng`.
-    pub async fn execute_waiting_with_rng<W, R, F, Fut>(
+    pub async fn execute_waiting_with_rng<W, R, F, Fut, T, E>(
         &self,
         target: &W,
         rng: &mut R,
         options: CallOptions,
         operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    ) -> Result<T, Error<T, E>>
     where
         Tm: WaitTimer + Clone,
         W: Waitable + ?Sized,
         R: Random + ?Sized,
         F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
     {
         let gate = WaitGate::new(target, self.timer.clone());
         self.execute_gated_with_rng(&gate, rng, options, operation)
@@ -514,7 +590,16 @@ where
         Fut::Output: Clone,
         C: Classify<Fut::Output>,
     {
-        let result = self.execute_with_rng(rng, options, operation).await;
+        let result = execute(
+            self.pipeline.as_pipeline(),
+            &self.timer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            operation,
+        )
+        .await;
         fallback.resolve(result, &self.classifier, |cause| {
             self.observer.on_event(&Event::FallbackServed { cause })
         })

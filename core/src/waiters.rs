@@ -474,6 +474,43 @@ impl<const N: usize, Lk: WaiterLock<N>> Waitable for Limiter<SlotWaiters<N, Lk>>
     }
 }
 
+macro_rules! waitable_through {
+    ($($(#[$attr:meta])* $holder:ty),*) => {$(
+        /// The policy behind the pointer: how a pipeline's slot (`&bulkhead`, an `Arc`) is
+        /// waited on.
+        $(#[$attr])*
+        impl<W: Waitable + ?Sized> Waitable for $holder {
+            type Held<'a>
+                = W::Held<'a>
+            where
+                Self: 'a;
+            type Queue = W::Queue;
+
+            fn queue(&self) -> &W::Queue {
+                (**self).queue()
+            }
+            fn has_room(&self) -> bool {
+                (**self).has_room()
+            }
+            fn free(&self) -> u32 {
+                (**self).free()
+            }
+            fn reserve(&self) -> Option<W::Held<'_>> {
+                (**self).reserve()
+            }
+            fn refusal(&self) -> Rejection {
+                (**self).refusal()
+            }
+        }
+    )*};
+}
+
+waitable_through!(
+    &W,
+    #[cfg(feature = "alloc")]
+    alloc::sync::Arc<W>
+);
+
 /// The policy's side of a join; `holds` when the waiter kept its place from an earlier wait.
 struct Ops<'w, W: Waitable + ?Sized> {
     target: &'w W,

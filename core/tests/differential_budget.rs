@@ -34,7 +34,7 @@ fn ratio_run<const B: usize>(
     gaps: Gaps,
     mix: Mix,
 ) -> Result<(u64, u64), String> {
-    let real = RatioBudget::<B>::new(config).map_err(|e| format!("refused: {e}"))?;
+    let real = RatioBudget::<B>::with_buckets(config).map_err(|e| format!("refused: {e}"))?;
     let mut twin = ratio_twin(&real, &config);
     let mut rng = SeededRandom::new(seed);
     let start = Instant::from_nanos(rng.below(1 << 62));
@@ -163,7 +163,7 @@ fn ratio_grants_match_the_model_while_busy() {
 /// `gap`, and compares the first retry decision after it with the model's; once the gap is
 /// longer than the window and a bucket, the full allowance must be back.
 fn first_after_gap<const B: usize>(c: &RatioBudgetConfig, t0: Instant, gap: Duration) {
-    let real = RatioBudget::<B>::new(*c).unwrap();
+    let real = RatioBudget::<B>::with_buckets(*c).unwrap();
     let mut twin = ratio_twin(&real, c);
     for _ in 0..40 {
         twin.first_attempt(t0);

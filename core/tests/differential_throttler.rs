@@ -45,7 +45,7 @@ fn run<const B: usize>(
     steps: u64,
     mix: Mix,
 ) -> Option<Result<(), String>> {
-    let real = Throttler::<B>::new(config).ok()?;
+    let real = Throttler::<B>::with_buckets(config).ok()?;
     let mut twin = ThrottlerTwin::new(&real, &config);
     let mut rng = SeededRandom::new(seed);
     let start = Instant::from_nanos(rng.next_u64_below(1 << 62));
@@ -111,7 +111,7 @@ fn decisions_match_the_model_while_busy() {
     for seed in 0..40u64 {
         let window = Duration::from_nanos(200 << (seed % 30));
         let c = config(window, 1.5, 0.9, (seed % 12) as u32, seed % 3 == 0);
-        let real = Throttler::<20>::new(c).unwrap();
+        let real = Throttler::new(c).unwrap();
         let mut twin = ThrottlerTwin::new(&real, &c);
         let mut rng = SeededRandom::new(seed);
         let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
@@ -131,7 +131,7 @@ fn decisions_match_the_model_while_busy() {
 /// decision with the model's; and once the gap is longer than the window and a bucket, the
 /// window must read empty.
 fn first_after_gap<const B: usize>(c: &ThrottlerConfig, t0: Instant, gap: Duration) {
-    let real = Throttler::<B>::new(*c).unwrap();
+    let real = Throttler::<B>::with_buckets(*c).unwrap();
     let mut twin = ThrottlerTwin::new(&real, c);
     let mut rng = SeededRandom::new(gap.as_nanos() as u64);
     for _ in 0..30 {

@@ -56,7 +56,7 @@ fn budget<const B: usize>(
     old: u32,
     old_retries: u32,
 ) -> Arc<RatioBudget<B>> {
-    let b = RatioBudget::<B>::new(RatioBudgetConfig {
+    let b = RatioBudget::<B>::with_buckets(RatioBudgetConfig {
         max_retry_permille: 0,
         min_retries_per_window: floor,
         window: Duration::from_nanos(BUCKET * B as u64),

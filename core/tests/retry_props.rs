@@ -340,7 +340,7 @@ proptest! {
         at in any::<u64>(),
     ) {
         let config = RatioBudgetConfig { max_retry_permille: permille, min_retries_per_window: floor, window: Duration::from_secs(10) };
-        let Ok(budget) = RatioBudget::<10>::new(config) else {
+        let Ok(budget) = RatioBudget::new(config) else {
             prop_assert!((permille == 0 && floor == 0) || permille > RatioBudgetConfig::MAX_RETRY_PERMILLE);
             return Ok(());
         };

@@ -42,7 +42,7 @@ fn ratio<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
         min_retries_per_window: rng.below(20) as u32,
         window: Duration::from_nanos(lo + rng.below(lo)),
     };
-    let Ok(real) = RatioBudget::<B>::new(config) else {
+    let Ok(real) = RatioBudget::<B>::with_buckets(config) else {
         return; // a zero ratio with a zero floor: refused
     };
     let mut twin = ratio_twin(&real, &config);

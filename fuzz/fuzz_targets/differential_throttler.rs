@@ -33,7 +33,7 @@ fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
             LocalRejections::Ignore
         },
     };
-    let Ok(real) = Throttler::<B>::new(config) else {
+    let Ok(real) = Throttler::<B>::with_buckets(config) else {
         return; // min_requests beyond a tiny window's reach: refused, as documented
     };
     let mut twin = ThrottlerTwin::new(&real, &config);

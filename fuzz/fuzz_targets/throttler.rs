@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
         },
         ..ThrottlerConfig::DEFAULT
     };
-    let t: Throttler<8> = Throttler::new(config).unwrap();
+    let t = Throttler::<8>::with_buckets(config).unwrap();
     let mut rng = SeededRandom::new(data[3] as u64);
     let mut now = Instant::from_secs(1_000);
     for pair in data[4..].chunks(2) {

@@ -60,7 +60,7 @@ pub fn table(o: &RunOptions, seeds: Range<u64>) -> Result<Table, String> {
     match o.budget {
         BudgetKind::None => with_budget(o, config, seeds, || Ok(Unlimited)),
         BudgetKind::Ratio => with_budget(o, config, seeds, || {
-            RatioBudget::<10>::new(RatioBudgetConfig {
+            RatioBudget::new(RatioBudgetConfig {
                 max_retry_permille: o.ratio,
                 ..RatioBudgetConfig::DEFAULT
             })
@@ -97,7 +97,7 @@ fn with_budget<B: RetryBudget>(
     match local {
         None => with_stacks(o, config, seeds, &make, || Ok(())),
         Some(local) => with_stacks(o, config, seeds, &make, || {
-            Throttler::<20>::new(ThrottlerConfig {
+            Throttler::new(ThrottlerConfig {
                 accepts_multiplier: o.k,
                 local_rejections: local,
                 ..ThrottlerConfig::DEFAULT

@@ -24,6 +24,7 @@ use std::future::poll_fn;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
+use resilix::Error;
 use resilix::breaker::{Breaker, CircuitState, Config as BreakerConfig};
 use resilix::bulkhead::Bulkhead;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
@@ -192,6 +193,13 @@ pub struct FixedRetry {
     pub max: u32,
     /// The wait before each retry.
     pub delay: Duration,
+}
+
+/// A retrying policy: each attempt gets a clone of the request.
+impl<Req: Clone> resilix::call::Replay<Req> for FixedRetry {
+    fn next_request(kept: &mut Option<Req>) -> Option<Req> {
+        kept.clone()
+    }
 }
 
 impl RetryPolicy for FixedRetry {
@@ -826,7 +834,7 @@ pub fn queue_zone_limiter(max_wait: Duration) -> (LimiterConfig, WaitConfig) {
     (config, wait)
 }
 
-fn refused_reason<T>(r: &Result<T, ExecuteError<T>>) -> Option<RejectReason> {
+fn refused_reason<T, E>(r: &Result<T, Error<T, E>>) -> Option<RejectReason> {
     r.as_ref()
         .err()
         .and_then(|e| e.rejection())
@@ -873,7 +881,7 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
         arriving(Duration::ZERO, 10 * unit),
     )
     .await;
-    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!((a, b), (Ok(()), Ok(())));
     tol.assert_elapsed(
         timer.now() - start,
         20 * unit,
@@ -889,9 +897,9 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
         join(arriving(unit, unit), arriving(2 * unit, unit)),
     )
     .await;
-    assert_eq!((a, b), (Ok(Ok(())), Ok(Ok(()))));
+    assert_eq!((a, b), (Ok(()), Ok(())));
     assert_eq!(refused_reason(&c), Some(RejectReason::LimiterFull));
-    assert!(matches!(c, Err(ExecuteError::Refused { attempts: 0, .. })));
+    assert!(matches!(c, Err(Error::Refused { attempts: 0, .. })));
     tol.assert_elapsed(
         refused_at - start,
         2 * unit,
@@ -905,7 +913,7 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
         arriving(unit, unit),
     )
     .await;
-    assert_eq!(a, Ok(Ok(())));
+    assert_eq!(a, Ok(()));
     assert_eq!(refused_reason(&b), Some(RejectReason::LimiterFull));
     tol.assert_elapsed(gave_up_at - start, 16 * unit, "gave up after max_wait");
     assert_eq!(
@@ -996,7 +1004,7 @@ pub async fn handles_share_one_timeline<Tm: Timer>(
     }
     // The limiter saw the call at some instant between these two readings (real clocks move).
     let before = first.now();
-    assert_eq!(call!(first).await, Ok(Ok(())), "a full bucket admits");
+    assert_eq!(call!(first).await, Ok(()), "a full bucket admits");
     let taken = first.now();
     latency(first.timer(), 60 * unit).await;
     let second = Resilience::with_parts(&pipeline, make(), FixedSeeds::new(22));

@@ -125,16 +125,13 @@
 //! # Example: one breaker in a `static`
 //!
 //! ```
-//! use resilix::breaker::{Breaker, Config};
+//! use resilix::breaker::Breaker;
 //! use resilix::permit::{Env, Permit, Policy};
 //! use resilix::random::SeededRandom;
 //! use resilix::time::Instant;
 //! use resilix::Verdict;
 //!
-//! static UPSTREAM: Breaker = match Breaker::new(Config::DEFAULT) {
-//!     Ok(breaker) => breaker,
-//!     Err(_) => panic!("invalid breaker configuration"),
-//! };
+//! static UPSTREAM: Breaker = Breaker::with_defaults();
 //!
 //! let mut rng = SeededRandom::new(1);
 //! let mut env = Env::new(Instant::ZERO, &mut rng);
@@ -280,6 +277,30 @@ impl Breaker<TimeBuckets<10>> {
         pub fn new(config: Config) -> Result<Self, ConfigError> {
             Self::time_based(config, DEFAULT_WINDOW)
         }
+    }
+
+    crate::sync::const_fn_unless_loom! {
+        /// A breaker with [`Config::DEFAULT`] over the default window: valid by construction,
+        /// so no `Result` (`const`, for a `static`). Also [`Default::default`].
+        ///
+        /// ```
+        /// use resilix::breaker::{Breaker, CircuitState};
+        ///
+        /// static UPSTREAM: Breaker = Breaker::with_defaults();
+        /// assert_eq!(UPSTREAM.state(), CircuitState::Closed);
+        /// ```
+        pub fn with_defaults() -> Self {
+            match Self::new(Config::DEFAULT) {
+                Ok(breaker) => breaker,
+                Err(_) => panic!("the default config is valid (its doctest checks it)"),
+            }
+        }
+    }
+}
+
+impl Default for Breaker {
+    fn default() -> Self {
+        Breaker::with_defaults()
     }
 }
 

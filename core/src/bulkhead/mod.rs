@@ -201,6 +201,17 @@ impl Bulkhead<()> {
     }
 }
 
+/// [`BulkheadConfig::DEFAULT`], no hook.
+///
+/// ```
+/// assert_eq!(resilix::bulkhead::Bulkhead::default().max_concurrent(), 25);
+/// ```
+impl Default for Bulkhead {
+    fn default() -> Self {
+        Bulkhead::new(BulkheadConfig::DEFAULT)
+    }
+}
+
 impl<H> Bulkhead<H> {
     crate::sync::const_fn_unless_loom! {
         /// A bulkhead that calls `hook` after every slot release (an adapter's wake-up).

@@ -117,6 +117,21 @@ impl Limiter {
     }
 }
 
+/// [`LimiterConfig::default`] (valid by construction), no hook.
+///
+/// ```
+/// let limiter = resilix::limiter::Limiter::default();
+/// assert!(limiter.limit() >= 1);
+/// ```
+impl Default for Limiter {
+    fn default() -> Self {
+        match Limiter::new(LimiterConfig::default()) {
+            Ok(limiter) => limiter,
+            Err(_) => unreachable!("the default config is valid (its doctest checks it)"),
+        }
+    }
+}
+
 impl<H> Limiter<H> {
     crate::sync::const_fn_unless_loom! {
         /// A limiter from `config` that calls `hook` after every in-flight slot is given back

@@ -140,7 +140,7 @@ impl Default for ThrottlerConfig {
 /// use resilix::throttler::{Throttler, ThrottlerConfig, ThrottlerConfigError};
 ///
 /// let config = ThrottlerConfig { max_rejection_rate: 1.0, ..ThrottlerConfig::DEFAULT };
-/// let err = Throttler::<20>::new(config).unwrap_err();
+/// let err = Throttler::new(config).unwrap_err();
 /// assert_eq!(err, ThrottlerConfigError::MaxRejectionRateAtLeastOne);
 /// assert!(format!("{err}").contains("never observe recovery"));
 /// ```

@@ -121,20 +121,64 @@ pub struct Throttler<const BUCKETS: usize = 20> {
     window: TimeWindow<BUCKETS, 2>,
 }
 
+impl Throttler {
+    crate::sync::const_fn_unless_loom! {
+        /// A throttler over the default 20 buckets with an empty window, or the reason `config`
+        /// is refused. Other bucket counts: [`Throttler::with_buckets`].
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use resilix::pipeline::Pipeline;
+        /// use resilix::throttler::{Throttler, ThrottlerConfig};
+        ///
+        /// // Inline, no annotation: the default instantiation.
+        /// let config = ThrottlerConfig { window: Duration::from_secs(60), ..ThrottlerConfig::DEFAULT };
+        /// let pipeline = Pipeline::new().throttler(Throttler::new(config)?);
+        /// # let _ = pipeline;
+        /// # Ok::<(), resilix::throttler::ThrottlerConfigError>(())
+        /// ```
+        pub fn new(config: ThrottlerConfig) -> Result<Self, ThrottlerConfigError> {
+            Self::with_buckets(config)
+        }
+    }
+
+    crate::sync::const_fn_unless_loom! {
+        /// [`ThrottlerConfig::DEFAULT`] (Google SRE's) over 20 buckets: valid by construction,
+        /// so no `Result` (`const`, for a `static`). Also [`Default::default`].
+        ///
+        /// ```
+        /// use resilix::throttler::Throttler;
+        ///
+        /// static THROTTLER: Throttler = Throttler::with_defaults();
+        /// assert_eq!(THROTTLER.counts(resilix::time::Instant::ZERO), (0, 0));
+        /// ```
+        pub fn with_defaults() -> Self {
+            match Self::new(ThrottlerConfig::DEFAULT) {
+                Ok(throttler) => throttler,
+                Err(_) => panic!("the default config is valid (its doctest checks it)"),
+            }
+        }
+    }
+}
+
+impl Default for Throttler {
+    fn default() -> Self {
+        Throttler::with_defaults()
+    }
+}
+
 impl<const BUCKETS: usize> Throttler<BUCKETS> {
     crate::sync::const_fn_unless_loom! {
-        /// A throttler with an empty window, or the reason `config` is refused.
+        /// A throttler over `BUCKETS` buckets with an empty window, or the reason `config` is
+        /// refused.
         ///
         /// ```
         /// use resilix::throttler::{Throttler, ThrottlerConfig};
-        ///
-        /// static THROTTLER: Throttler = match Throttler::new(ThrottlerConfig::DEFAULT) {
-        ///     Ok(t) => t,
-        ///     Err(_) => panic!("the default config is valid"),
-        /// };
-        /// assert_eq!(THROTTLER.counts(resilix::time::Instant::ZERO), (0, 0));
+        /// let throttler = Throttler::<8>::with_buckets(ThrottlerConfig::DEFAULT)?;
+        /// # let _ = throttler;
+        /// # Ok::<(), resilix::throttler::ThrottlerConfigError>(())
         /// ```
-        pub fn new(config: ThrottlerConfig) -> Result<Self, ThrottlerConfigError> {
+        pub fn with_buckets(config: ThrottlerConfig) -> Result<Self, ThrottlerConfigError> {
             if BUCKETS == 0 {
                 return Err(ThrottlerConfigError::ZeroBuckets);
             }

@@ -75,14 +75,14 @@ fn config_errors_are_refused_not_clamped() {
         ),
     ];
     for (config, err) in cases {
-        assert_eq!(Throttler::<20>::new(config).unwrap_err(), err);
+        assert_eq!(Throttler::new(config).unwrap_err(), err);
     }
     assert_eq!(
-        Throttler::<0>::new(UNGATED).unwrap_err(),
+        Throttler::<0>::with_buckets(UNGATED).unwrap_err(),
         ThrottlerConfigError::ZeroBuckets
     );
     assert!(
-        Throttler::<1>::new(ThrottlerConfig {
+        Throttler::<1>::with_buckets(ThrottlerConfig {
             accepts_multiplier: 1.0,
             max_rejection_rate: 0.0,
             ..UNGATED
@@ -100,7 +100,7 @@ fn min_requests_must_be_reachable_within_the_window() {
         ..ThrottlerConfig::DEFAULT
     };
     assert_eq!(
-        Throttler::<20>::new(never).unwrap_err(),
+        Throttler::new(never).unwrap_err(),
         ThrottlerConfigError::MinRequestsUnreachable
     );
     // The largest reachable value over two minutes is just below the ceiling...
@@ -108,16 +108,16 @@ fn min_requests_must_be_reachable_within_the_window() {
         min_requests: u32::MAX - 1,
         ..ThrottlerConfig::DEFAULT
     };
-    assert!(Throttler::<20>::new(edge).is_ok());
+    assert!(Throttler::new(edge).is_ok());
     // ...and over a millisecond, one request per 10 ns: 100,000.
     let ms = |min_requests| ThrottlerConfig {
         min_requests,
         window: Duration::from_millis(1),
         ..ThrottlerConfig::DEFAULT
     };
-    assert!(Throttler::<20>::new(ms(100_000)).is_ok());
+    assert!(Throttler::new(ms(100_000)).is_ok());
     assert_eq!(
-        Throttler::<20>::new(ms(100_001)).unwrap_err(),
+        Throttler::new(ms(100_001)).unwrap_err(),
         ThrottlerConfigError::MinRequestsUnreachable
     );
     assert_eq!(config::max_min_requests(Duration::MAX), u32::MAX - 1);
@@ -131,10 +131,10 @@ fn a_window_shorter_than_its_buckets_is_refused() {
         ..UNGATED
     };
     assert_eq!(
-        Throttler::<20>::new(short(159)).unwrap_err(),
+        Throttler::new(short(159)).unwrap_err(),
         ThrottlerConfigError::WindowShorterThanBuckets
     );
-    let t = Throttler::<20>::new(short(160)).unwrap();
+    let t = Throttler::new(short(160)).unwrap();
     assert_eq!(t.window.bucket_length(), Duration::from_nanos(8));
 }
 

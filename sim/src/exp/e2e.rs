@@ -139,8 +139,7 @@ pub fn run(ctx: &Ctx) -> Section {
     // Shed requests never reach the duration histogram (§8).
     let stacks: Vec<_> = (0..10)
         .map(|_| {
-            Pipeline::new()
-                .throttler(Throttler::<20>::new(ThrottlerConfig::DEFAULT).expect("default"))
+            Pipeline::new().throttler(Throttler::new(ThrottlerConfig::DEFAULT).expect("default"))
         })
         .collect();
     let up = Flaky {
@@ -293,7 +292,7 @@ fn inner_shedding(ctx: &Ctx, s: &mut Section) {
         failure: Verdict::Transient,
     };
     let failing = Flaky { p: 1.0, ..healthy };
-    let new = || Throttler::<20>::new(ThrottlerConfig::DEFAULT).expect("default");
+    let new = || Throttler::new(ThrottlerConfig::DEFAULT).expect("default");
     let (t1, t2, t3) = (new(), new(), new());
     let fixed = shedding_run(ctx, &t1, &t1, healthy, 0);
     let bug = shedding_run(ctx, CountAtAdmit(&t2), &t2, healthy, 0);

@@ -135,7 +135,7 @@ pub fn run(ctx: &Ctx) -> Section {
             budget += load(
                 ctx,
                 q,
-                || RatioBudget::<10>::new(RatioBudgetConfig::DEFAULT).expect("default is valid"),
+                || RatioBudget::new(RatioBudgetConfig::DEFAULT).expect("default is valid"),
                 seed,
             );
         }

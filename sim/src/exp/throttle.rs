@@ -64,7 +64,7 @@ fn simulate<U: Upstream>(
     seed: u64,
 ) -> (Outcome, f64) {
     let stacks: Vec<_> = (0..w.clients)
-        .map(|_| Pipeline::new().throttler(Throttler::<20>::new(cfg).expect("valid config")))
+        .map(|_| Pipeline::new().throttler(Throttler::new(cfg).expect("valid config")))
         .collect();
     let tally = Tally::default();
     let o = Engine::new(&stacks, upstream, w, &tally).run(ctx.master ^ 0x7407, seed);

@@ -109,10 +109,61 @@ pub struct RatioBudget<const B: usize = 10> {
     min_retries_per_window: u32,
 }
 
+impl RatioBudget {
+    crate::sync::const_fn_unless_loom! {
+        /// A budget with `config` over the default ten buckets, refusing an empty window and a
+        /// budget that never retries. Other bucket counts: [`RatioBudget::with_buckets`].
+        ///
+        /// ```
+        /// use resilix::retry::budget::{RatioBudget, RatioBudgetConfig};
+        /// use resilix::retry::{Retry, RetryConfig};
+        ///
+        /// // Inline, no annotation: the default instantiation.
+        /// let retry = Retry::new(RetryConfig::DEFAULT, RatioBudget::new(RatioBudgetConfig::DEFAULT)?);
+        /// # let _ = retry;
+        /// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+        /// ```
+        pub fn new(config: RatioBudgetConfig) -> Result<Self, BudgetConfigError> {
+            Self::with_buckets(config)
+        }
+    }
+
+    crate::sync::const_fn_unless_loom! {
+        /// [`RatioBudgetConfig::DEFAULT`] over ten buckets: valid by construction, so no
+        /// `Result` (`const`, for a `static`). Also [`Default::default`].
+        ///
+        /// ```
+        /// use resilix::retry::budget::RatioBudget;
+        /// static BUDGET: RatioBudget = RatioBudget::with_defaults();
+        /// assert_eq!(BUDGET.counts(resilix::time::Instant::ZERO), (0, 0));
+        /// ```
+        pub fn with_defaults() -> Self {
+            match Self::new(RatioBudgetConfig::DEFAULT) {
+                Ok(budget) => budget,
+                Err(_) => panic!("the default config is valid (its doctest checks it)"),
+            }
+        }
+    }
+}
+
+impl Default for RatioBudget {
+    fn default() -> Self {
+        RatioBudget::with_defaults()
+    }
+}
+
 impl<const B: usize> RatioBudget<B> {
     crate::sync::const_fn_unless_loom! {
-        /// A budget with `config`, refusing an empty window and a budget that never retries.
-        pub fn new(config: RatioBudgetConfig) -> Result<Self, BudgetConfigError> {
+        /// A budget with `config` over `B` buckets, refusing an empty window and a budget that
+        /// never retries.
+        ///
+        /// ```
+        /// use resilix::retry::budget::{RatioBudget, RatioBudgetConfig};
+        /// let budget = RatioBudget::<4>::with_buckets(RatioBudgetConfig::DEFAULT)?;
+        /// # let _ = budget;
+        /// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+        /// ```
+        pub fn with_buckets(config: RatioBudgetConfig) -> Result<Self, BudgetConfigError> {
             if B == 0 || config.window.is_zero() {
                 return Err(BudgetConfigError::EmptyWindow);
             }
@@ -208,11 +259,11 @@ mod tests {
             ..RatioBudgetConfig::DEFAULT
         };
         assert_eq!(
-            RatioBudget::<10>::new(zero_window).err(),
+            RatioBudget::new(zero_window).err(),
             Some(BudgetConfigError::EmptyWindow)
         );
         assert_eq!(
-            RatioBudget::<0>::new(RatioBudgetConfig::DEFAULT).err(),
+            RatioBudget::<0>::with_buckets(RatioBudgetConfig::DEFAULT).err(),
             Some(BudgetConfigError::EmptyWindow)
         );
         let never = RatioBudgetConfig {
@@ -221,7 +272,7 @@ mod tests {
             ..RatioBudgetConfig::DEFAULT
         };
         assert_eq!(
-            RatioBudget::<10>::new(never).err(),
+            RatioBudget::new(never).err(),
             Some(BudgetConfigError::NeverRetries)
         );
     }
@@ -234,14 +285,14 @@ mod tests {
             ..RatioBudgetConfig::DEFAULT
         };
         assert_eq!(
-            RatioBudget::<10>::new(config(50_000)).err(),
+            RatioBudget::new(config(50_000)).err(),
             Some(BudgetConfigError::RatioAboveOne)
         );
         assert_eq!(
-            RatioBudget::<10>::new(config(1_001)).err(),
+            RatioBudget::new(config(1_001)).err(),
             Some(BudgetConfigError::RatioAboveOne)
         );
-        let one = RatioBudget::<10>::new(config(RatioBudgetConfig::MAX_RETRY_PERMILLE)).unwrap();
+        let one = RatioBudget::new(config(RatioBudgetConfig::MAX_RETRY_PERMILLE)).unwrap();
         for _ in 0..10 {
             one.record_first_attempt(Instant::ZERO);
         }
@@ -261,10 +312,10 @@ mod tests {
             ..RatioBudgetConfig::DEFAULT
         };
         assert_eq!(
-            RatioBudget::<10>::new(config(79)).err(),
+            RatioBudget::new(config(79)).err(),
             Some(BudgetConfigError::WindowShorterThanBuckets)
         );
-        assert!(RatioBudget::<10>::new(config(80)).is_ok());
+        assert!(RatioBudget::new(config(80)).is_ok());
     }
 
     #[test]

@@ -233,6 +233,13 @@ pub struct TokenBucket {
     config: TokenBucketConfig,
 }
 
+/// [`TokenBucket::aws_sdk_standard`].
+impl Default for TokenBucket {
+    fn default() -> Self {
+        TokenBucket::aws_sdk_standard()
+    }
+}
+
 impl TokenBucket {
     crate::sync::const_fn_unless_loom! {
         /// A bucket with `config`, holding `config.initial`.
@@ -241,6 +248,23 @@ impl TokenBucket {
                 return Err(e);
             }
             Ok(TokenBucket { balance: AtomicU32::new(config.initial.0), config })
+        }
+    }
+
+    crate::sync::const_fn_unless_loom! {
+        /// The AWS SDK standard mode's bucket ([`TokenBucketConfig::AWS_SDK_STANDARD`]): valid by
+        /// construction, so no `Result` (`const`, for a `static`). Also [`Default::default`].
+        ///
+        /// ```
+        /// use resilix::retry::budget::{TokenBucket, Tokens};
+        /// static BUDGET: TokenBucket = TokenBucket::aws_sdk_standard();
+        /// assert_eq!(BUDGET.balance(), Tokens::whole(500));
+        /// ```
+        pub fn aws_sdk_standard() -> Self {
+            match Self::new(TokenBucketConfig::AWS_SDK_STANDARD) {
+                Ok(bucket) => bucket,
+                Err(_) => panic!("the AWS SDK's config is valid (its doctest checks it)"),
+            }
         }
     }
 
