@@ -30,6 +30,7 @@ pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;
 pub mod retry;
+pub mod retry_breaker;
 pub mod throttler;
 pub mod timeline;
 pub mod traffic;
