@@ -1,5 +1,6 @@
 use core::time::Duration;
 
+use crate::chaos::Injected;
 use crate::rejection::Rejection;
 use crate::retry::GiveUpReason;
 use crate::time::Instant;
@@ -71,6 +72,13 @@ pub enum Event {
     FallbackServed {
         /// Why the upstream's answer was not available.
         cause: Degradation,
+    },
+    /// Chaos injected into an attempt (`resilix::chaos`): a wait, a fault in place of the
+    /// call, or a substituted verdict. The attempt's failure, if any, still reaches
+    /// `Executed` as the policies saw it; this event is what tells it apart from a real one.
+    ChaosInjected {
+        /// What was injected.
+        injected: Injected,
     },
 }
 
