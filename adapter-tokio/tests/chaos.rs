@@ -4,27 +4,21 @@
 //! substituted verdict is retried while the caller keeps the call's output, and the same seed
 //! injects into the same attempts.
 
-use std::cell::{Cell, RefCell};
 use std::time::Duration;
 
 use resilix::Verdict;
+use resilix::VerdictKind;
 use resilix::breaker::{Breaker, Config};
 use resilix::call::CallOptions;
 use resilix::chaos::{Chaos, ChaosClassifier, ChaosConfig, Chaotic, Injected, MILLION};
 use resilix::classify::ResultClassifier;
-use resilix::observe::{CircuitState, Event, Observer};
+use resilix::observe::{CircuitState, Event};
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
 use resilix::retry::{Backoff, Retry, RetryConfig};
-use resilix_tokio::{ExecuteError, Resilience, chaos};
-
-#[derive(Default)]
-struct Log(RefCell<Vec<Event>>);
-impl Observer for Log {
-    fn on_event(&self, event: &Event) {
-        self.0.borrow_mut().push(*event);
-    }
-}
+use resilix_testkit::recorder::{Kind, Recorder};
+use resilix_testkit::upstream::{ScriptedUpstream, WhenDone};
+use resilix_tokio::{ExecuteError, Resilience, TokioTimer, chaos};
 
 #[tokio::test(start_paused = true)]
 async fn injected_latency_times_the_attempt_out_and_the_retry_succeeds() {
@@ -35,7 +29,7 @@ async fn injected_latency_times_the_attempt_out_and_the_retry_succeeds() {
             RetryConfig::new(2, Backoff::NONE).unwrap(),
         ))
         .attempt_timeout(Duration::from_millis(100));
-    let log = Log::default();
+    let log = Recorder::new();
     let resilience = Resilience::new(&pipeline)
         .observer(&log)
         .classifier(ChaosClassifier(ResultClassifier::new()))
@@ -56,17 +50,15 @@ async fn injected_latency_times_the_attempt_out_and_the_retry_succeeds() {
         Duration::from_millis(100),
         "cut at the timeout, not after 2 s"
     );
-    let events = log.0.borrow();
-    assert!(events.contains(&Event::ChaosInjected {
+    assert!(log.events().contains(&Event::ChaosInjected {
         injected: Injected::Latency(Duration::from_secs(2))
     }));
-    assert!(events.iter().any(|e| matches!(
-        e,
-        Event::Executed {
-            verdict: Verdict::Timeout,
-            ..
-        }
-    )));
+    log.assert_sequence(&[
+        Kind::ChaosLatency,
+        Kind::Executed(VerdictKind::Timeout),
+        Kind::RetryScheduled(2),
+        Kind::Executed(VerdictKind::Success),
+    ]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -79,58 +71,37 @@ async fn injected_faults_trip_a_real_breaker_and_are_told_apart() {
     })
     .unwrap();
     let pipeline = Pipeline::new().breaker(&breaker);
-    let log = Log::default();
+    let log = Recorder::new();
     let resilience = Resilience::new(&pipeline)
         .observer(&log)
         .classifier(ChaosClassifier(ResultClassifier::new()))
         .seed(3);
     let mut rng = SeededRandom::new(2);
-    let calls = Cell::new(0u32);
+    // The scripted upstream on tokio's timer: it would answer at once, if it were called.
+    let timer = TokioTimer::new();
+    let upstream = ScriptedUpstream::new()
+        .then(Duration::ZERO, Ok::<_, ()>(()))
+        .when_done(WhenDone::RepeatLast);
     let mut refused = 0u32;
     for _ in 0..10 {
         let out = resilience
             .execute(CallOptions::default(), || {
                 let injection = chaos::decide(&faults, &mut rng, &log);
-                let calls = &calls;
-                chaos::attempt(injection, move || {
-                    calls.set(calls.get() + 1);
-                    async { Ok::<_, ()>(()) }
-                })
+                chaos::attempt(injection, || upstream.call(&timer))
             })
             .await;
         if let Err(ExecuteError::Refused { .. }) = out {
             refused += 1;
         }
     }
-    assert_eq!(calls.get(), 0, "a fault never calls the upstream");
+    assert_eq!(upstream.calls(), 0, "a fault never calls the upstream");
     assert_eq!(breaker.state(), CircuitState::Open);
     assert_eq!(refused, 5, "five faults counted, then open");
-    let events = log.0.borrow();
-    let injected = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::ChaosInjected {
-                    injected: Injected::Fault(Verdict::Transient)
-                }
-            )
-        })
-        .count();
-    let executed = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                Event::Executed {
-                    verdict: Verdict::Transient,
-                    ..
-                }
-            )
-        })
-        .count();
     assert_eq!(
-        (injected, executed),
+        (
+            log.count(Kind::ChaosFault(VerdictKind::Transient)),
+            log.count(Kind::Executed(VerdictKind::Transient))
+        ),
         (5, 5),
         "every counted failure has its chaos event"
     );
