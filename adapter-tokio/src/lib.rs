@@ -143,6 +143,7 @@
 mod clock;
 mod statics;
 
+pub mod chaos;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "hyper")]

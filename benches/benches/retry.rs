@@ -13,6 +13,11 @@
 //! given the time, so its figure includes two clock reads (clock/tokio-instant-now in
 //! floor.rs is one); ours take `now` from the caller. The token bucket (AWS SDK standard) is
 //! shown for reference.
+//!
+//! Retry breaker (Brooker 2022, `RetryBreaker`): a first attempt, then a failure that asks for
+//! a retry, on both of its paths. Granted: a 99.9% threshold, so one failure per two attempts
+//! always passes (three window operations: the failure, the read, the attempt). Refused: the
+//! default 10%, which that traffic trips for good (two). No peer crate ships a retry breaker.
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -21,7 +26,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use resilix::permit::Env;
 use resilix::random::SeededRandom;
 use resilix::retry::budget::{
-    RatioBudget, RatioBudgetConfig, RetryBudget, TokenBucket, TokenBucketConfig,
+    RatioBudget, RatioBudgetConfig, RetryBreaker, RetryBreakerConfig, RetryBudget, TokenBucket,
+    TokenBucketConfig,
 };
 use resilix::retry::{AttemptOutcome, Backoff, Retry, RetryConfig, RetryPolicy, Strategy};
 use resilix::time::{Deadline, Instant};
@@ -107,6 +113,30 @@ fn budgets(c: &mut Criterion) {
     });
 }
 
+fn breaker_first_spend(breaker: &RetryBreaker, _: &mut (), i: u64) {
+    let now = Instant::from_nanos(i * 1_000);
+    black_box(breaker).record_first_attempt(now);
+    black_box(black_box(breaker).try_spend(now, black_box(VerdictKind::Transient)));
+}
+
+fn retry_breaker(c: &mut Criterion) {
+    let open: RetryBreaker = RetryBreaker::new(RetryBreakerConfig {
+        max_failure_permille: RetryBreakerConfig::MAX_FAILURE_PERMILLE,
+        ..RetryBreakerConfig::DEFAULT
+    })
+    .unwrap();
+    c.bench_function("retry/resilix/retry-breaker/first+spend-granted/1t", |b| {
+        one_thread(b, |i| breaker_first_spend(&open, &mut (), i))
+    });
+    c.bench_function("retry/resilix/retry-breaker/first+spend-granted/2t", |b| {
+        two_threads(b, &open, |_| (), breaker_first_spend)
+    });
+    let tripped: RetryBreaker = RetryBreaker::new(RetryBreakerConfig::DEFAULT).unwrap();
+    c.bench_function("retry/resilix/retry-breaker/first+spend-refused/1t", |b| {
+        one_thread(b, |i| breaker_first_spend(&tripped, &mut (), i))
+    });
+}
+
 fn decision(c: &mut Criterion) {
     let budget: RatioBudget = RatioBudget::new(RatioBudgetConfig::DEFAULT).unwrap();
     let retry = Retry::new(RetryConfig::DEFAULT, &budget);
@@ -136,6 +166,6 @@ fn decision(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = common::criterion();
-    targets = backoff, budgets, decision
+    targets = backoff, budgets, retry_breaker, decision
 }
 criterion_main!(benches);

@@ -60,6 +60,7 @@ pub(crate) mod window;
 pub mod breaker;
 pub mod bulkhead;
 pub mod call;
+pub mod chaos;
 pub mod classify;
 pub mod error;
 pub mod execute;

@@ -26,11 +26,13 @@
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod chaos;
 mod draws;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;
 pub mod retry;
+pub mod retry_breaker;
 pub mod throttler;
 pub mod timeline;
 pub mod traffic;

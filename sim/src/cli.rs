@@ -21,6 +21,8 @@ EXPERIMENTS (default: all)
   sre       SRE retry amplification (3 attempts vs the 10% budget) and layering
   throttle  SRE client-side throttling: K x capacity at 10x overload, sweeps
   brooker   Brooker 2022 strategies across failure rates
+  brooker-clients
+            Brooker 2022: the same traffic over 10, 100, 1,000 clients (bucket, breaker)
   quota     gRPC A6 and AWS SDK retry token counts
   e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
@@ -59,11 +61,12 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 9] = [
+pub const EXPERIMENTS: [&str; 10] = [
     "aws",
     "sre",
     "throttle",
     "brooker",
+    "brooker-clients",
     "quota",
     "e2e",
     "little",

@@ -1,4 +1,22 @@
-//! The behavioural scenarios every resilix adapter must pass, written once.
+//! Test your own resilience settings, and the behavioural scenarios every resilix adapter
+//! must pass, written once.
+//!
+//! # The kit, for users
+//!
+//! * [`clock`]: a [`ManualClock`](resilix::time::ManualClock) shared by the pipeline and the
+//!   test, a [`VirtualTimer`](clock::VirtualTimer) on it whose sleeps move it, and
+//!   [`block_on`](clock::block_on): the synchronous driver.
+//! * [`random`]: [`FakeRandom`](random::FakeRandom), the values you script, in order.
+//! * [`upstream`]: [`ScriptedUpstream`](upstream::ScriptedUpstream), outcomes and latencies in
+//!   order, on any driver's timer (the synchronous one, `resilix_tokio::TokioTimer` on paused
+//!   time, `resilix_embassy::EmbassyTimer`).
+//! * [`recorder`]: [`Recorder`](recorder::Recorder), every event, with
+//!   [`assert_sequence`](recorder::Recorder::assert_sequence),
+//!   [`assert_in_order`](recorder::Recorder::assert_in_order) and [`assert_events!`].
+//! * [`describe`]: [`Description`](describe::Description), which slots of a built pipeline
+//!   hold a policy, with which settings.
+//!
+//! # The adapter suite
 //!
 //! Each scenario is an `async fn` generic over the core's [`Timer`]: an adapter's test calls it
 //! from inside its own runtime with its own timer (tokio with paused time, async-std and smol
@@ -15,6 +33,11 @@
 //! waiting: [`limiter_queue_zone`], [`served_order`].
 
 pub mod alloc;
+pub mod clock;
+pub mod describe;
+pub mod random;
+pub mod recorder;
+pub mod upstream;
 
 use core::future::Future;
 use core::pin::pin;

@@ -72,6 +72,13 @@ pub enum Event {
         /// Why the upstream's answer was not available.
         cause: Degradation,
     },
+    /// Chaos injected into an attempt (`resilix::chaos`): a wait, a fault in place of the
+    /// call, or a substituted verdict. The attempt's failure, if any, still reaches
+    /// `Executed` as the policies saw it; this event is what tells it apart from a real one.
+    ChaosInjected {
+        /// What was injected.
+        injected: Injected,
+    },
 }
 
 /// Why a call was answered by its fallback.
@@ -120,4 +127,16 @@ pub enum TransitionCause {
     ProbesFailed,
     /// The operator forced it open, disabled it, or reset it.
     Operator,
+}
+
+/// Which injection an [`Event::ChaosInjected`] reports (see [`crate::chaos`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Injected {
+    /// The attempt waited this long before its call.
+    Latency(Duration),
+    /// The attempt failed with this verdict without a call.
+    Fault(Verdict),
+    /// The call was made; its verdict was replaced by this one.
+    Outcome(Verdict),
 }

@@ -91,7 +91,7 @@
 //! assert!(refusals.iter().all(|r| r.reason() == RejectReason::Throttled));
 //! ```
 
-mod config;
+pub(crate) mod config;
 mod formula;
 
 pub use config::{LocalRejections, ThrottlerConfig, ThrottlerConfigError};

@@ -3,6 +3,7 @@
 
 pub mod aws;
 pub mod brooker;
+pub mod brooker_clients;
 pub mod e2e;
 pub mod little;
 pub mod long_timeline;
@@ -32,11 +33,12 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 9] = [
+pub const ALL: [(&str, Experiment); 10] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
     ("brooker", brooker::run),
+    ("brooker-clients", brooker_clients::run),
     ("quota", quota::run),
     ("e2e", e2e::run),
     ("little", little::run),

@@ -6,7 +6,7 @@
 //! just below 3X"). A budget is one `&self` object passed to every [`Retry`](super::Retry), so
 //! it bounds the retries of the whole process, whichever pipeline makes them.
 //!
-//! Two kinds, behind one trait, [`RetryBudget`]:
+//! Three kinds, behind one trait, [`RetryBudget`]:
 //!
 //! * [`RatioBudget`]: Google SRE's per-client budget, retries at most 10% of requests over a
 //!   sliding window, with a floor of retries per window so a quiet service can still retry
@@ -14,6 +14,9 @@
 //! * [`TokenBucket`]: Brooker's adaptive retries, gRPC A6 retry throttling and the AWS SDK
 //!   retry quota. Successes deposit, retries (or failures) withdraw, and below a threshold
 //!   retries stop. It favours availability: a full bucket lets a burst of retries through.
+//! * [`RetryBreaker`]: Brooker's retry circuit breaker: every retry while the recent failure
+//!   rate is at most a threshold (10%), none above it. It favours load: above the threshold
+//!   the system does no extra work at all.
 //!
 //! Neither is ideal, and we do not present a budget as a solved problem. Marc Brooker
 //! ("Fixing retries with token buckets and circuit breakers", 2022) simulated both shapes: the
@@ -34,9 +37,11 @@
 //! Nesting a per-key budget inside a global one would need a refund path on refusal and two
 //! atomics per retry; nothing published measures the gain, so we leave it out.
 
+pub mod circuit;
 pub mod ratio;
 pub mod token_bucket;
 
+pub use circuit::{RetryBreaker, RetryBreakerConfig};
 pub use ratio::{RatioBudget, RatioBudgetConfig};
 pub use token_bucket::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};
 
@@ -164,8 +169,17 @@ pub enum BudgetConfigError {
     GrpcZeroTokenRatio,
     /// A ratio budget allowing more than one retry per first attempt (above 1000 per mille).
     RatioAboveOne,
-    /// A ratio budget whose window is shorter than `B × 8 ns`, the shortest its buckets can be.
+    /// A ratio budget whose window is shorter than `B × 8 ns`, the shortest its buckets can be
+    /// (the retry breaker's window too).
     WindowShorterThanBuckets,
+    /// A retry breaker with a failure threshold of zero: every retry follows a failure, so it
+    /// could never retry.
+    FailureThresholdZero,
+    /// A retry breaker with a failure threshold of 1000 per mille or more: it could never trip.
+    FailureThresholdNotBelowOne,
+    /// A retry breaker whose `min_attempts` its window can never hold (more than one attempt
+    /// per 10 ns, or `u32::MAX`).
+    MinAttemptsUnreachable,
 }
 
 impl fmt::Display for BudgetConfigError {
@@ -198,7 +212,19 @@ impl fmt::Display for BudgetConfigError {
                  retries than calls bounds nothing (Google SRE uses 100, i.e. 10%)"
             }
             BudgetConfigError::WindowShorterThanBuckets => {
-                "the ratio budget's window must be at least 8 ns per bucket (B x 8 ns)"
+                "the budget's window must be at least 8 ns per bucket (B x 8 ns)"
+            }
+            BudgetConfigError::FailureThresholdZero => {
+                "max_failure_permille must be above 0: every retry follows a failure, so a \
+                 zero threshold never retries (use NoRetry instead; Brooker uses 100, i.e. 10%)"
+            }
+            BudgetConfigError::FailureThresholdNotBelowOne => {
+                "max_failure_permille must be below 1000: a failure rate never exceeds 100%, \
+                 so the breaker would never trip (use Unlimited for that)"
+            }
+            BudgetConfigError::MinAttemptsUnreachable => {
+                "min_attempts must be reachable within the window: at most one attempt per \
+                 10 ns of it, and below u32::MAX"
             }
         })
     }
@@ -245,6 +271,9 @@ mod tests {
             BudgetConfigError::GrpcZeroTokenRatio,
             BudgetConfigError::RatioAboveOne,
             BudgetConfigError::WindowShorterThanBuckets,
+            BudgetConfigError::FailureThresholdZero,
+            BudgetConfigError::FailureThresholdNotBelowOne,
+            BudgetConfigError::MinAttemptsUnreachable,
         ];
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {

@@ -1,0 +1,408 @@
+//! The retry circuit breaker (Brooker 2022): retry only while the recent failure rate is at or
+//! below a threshold; above it, do not retry at all. First attempts are never refused.
+
+use core::time::Duration;
+
+use crate::retry::budget::{BudgetConfigError, RetryBudget};
+use crate::throttler::config::max_min_requests;
+use crate::time::Instant;
+use crate::verdict::VerdictKind;
+use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
+
+const ATTEMPTS: usize = 0;
+const FAILURES: usize = 1;
+
+/// The retry circuit breaker's settings.
+///
+/// ```
+/// use core::time::Duration;
+/// use resilix::retry::budget::{RetryBreaker, RetryBreakerConfig};
+///
+/// let config = RetryBreakerConfig { max_failure_permille: 200, ..RetryBreakerConfig::DEFAULT };
+/// assert_eq!(config.window, Duration::from_secs(10));
+/// let breaker: RetryBreaker = RetryBreaker::new(config)?;
+/// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RetryBreakerConfig {
+    /// The failure rate, in failures per thousand attempts over the window, at or below which
+    /// retries are allowed. Default 100 (10%, Brooker 2022: his simulated breaker retries
+    /// "if that failure rate is below a threshold", 0.1 in his code, which retries while
+    /// `failures / calls ≤ 0.1`).
+    ///
+    /// Between 1 and 999, or [`BudgetConfigError::FailureThresholdZero`] (every retry follows
+    /// a failure, so the rate is never zero: it would never retry) and
+    /// [`BudgetConfigError::FailureThresholdNotBelowOne`] (a rate never exceeds 100%: it would
+    /// never trip; use [`Unlimited`](super::Unlimited) for that).
+    pub max_failure_permille: u32,
+    /// Below this many attempts in the window, retries are allowed whatever the rate. Default
+    /// 10 (ours, as the throttler's `min_requests`): with fewer, one failure is already a rate
+    /// of 10% or more, and a client that sees few calls would stop retrying at its first
+    /// failure. That is the effect Brooker measured when the same traffic is split over more
+    /// clients ("the circuit breaker strategy is tripping too early"); 0 reproduces it.
+    ///
+    /// Must be reachable: at most one attempt per 10 ns of `window` and below `u32::MAX`
+    /// ([`BudgetConfigError::MinAttemptsUnreachable`]), as for the throttler.
+    pub min_attempts: u32,
+    /// How far back the rate looks. Default 10 s (ours, as the ratio budget's window: long
+    /// enough to hold a rate at a few calls a second, short enough that the breaker closes
+    /// seconds after the upstream heals). Counted in `B` buckets of `window / B` (rounded up
+    /// to a nanosecond), covering between `B − 1` and `B` bucket lengths. At least `B × 8 ns`
+    /// ([`BudgetConfigError::WindowShorterThanBuckets`]).
+    pub window: Duration,
+}
+
+impl RetryBreakerConfig {
+    /// Retry while at most 10% of the last 10 s of attempts failed, or while fewer than 10
+    /// attempts were made.
+    pub const DEFAULT: RetryBreakerConfig = RetryBreakerConfig {
+        max_failure_permille: 100,
+        min_attempts: 10,
+        window: Duration::from_secs(10),
+    };
+
+    /// Brooker's simulated breaker (2022, `CircuitBreakerRetryFactory(..., 0.1)`): a 10%
+    /// threshold, no minimum, and counters that never decay (here: a one-hour window, longer
+    /// than any of his runs).
+    pub const BROOKER_2022: RetryBreakerConfig = RetryBreakerConfig {
+        max_failure_permille: 100,
+        min_attempts: 0,
+        window: Duration::from_secs(3_600),
+    };
+
+    /// The largest threshold: 999 per mille (1000 would never trip).
+    pub const MAX_FAILURE_PERMILLE: u32 = 999;
+}
+
+impl Default for RetryBreakerConfig {
+    fn default() -> Self {
+        RetryBreakerConfig::DEFAULT
+    }
+}
+
+/// A retry budget that is all or nothing: every retry the policy wants while the recent
+/// failure rate is at or below a threshold, none above it (Brooker's "retry circuit
+/// breaker", 2022).
+///
+/// **What is counted.** Attempts: every first attempt that settles (never `Rejected`) and every
+/// granted retry. Failures: every retryable failure the retry policy reports, whether it asks
+/// for a retry ([`try_spend`](RetryBudget::try_spend), the failure counted before the rate is
+/// read) or not ([`record_unretried_failure`](RetryBudget::record_unretried_failure)). The
+/// rate is failures ÷ attempts, the upstream's failure rate as this client sees it. (Brooker's
+/// code divides by first tries only; the two agree while retries are rare, and ours stays a
+/// rate, at most 100%, when they are not.) A failure the retry policy never offers to a budget
+/// (a `Timeout` of a call not declared idempotent) is not counted.
+///
+/// **Neither ideal.** Brooker found that a retry breaker bounds load best (above the threshold
+/// the system does no extra work at all) but gives up availability at low failure rates when
+/// each client breaks on its own small sample, increasingly so as the same traffic is split
+/// over more clients; the token bucket keeps availability but converges on plain N retries.
+/// `min_attempts` is our guard against the small sample; share one breaker across pipelines
+/// (pass `&breaker`) so it sees enough traffic.
+///
+/// **Concurrency.** The counts are the shared sliding window's (`window.rs`): exact within a
+/// bucket period, approximate only at bucket boundaries. The decision itself is statistical:
+/// racing callers may each be granted a retry against the same rate, which is a threshold, not
+/// a cap. `B` is the number of buckets (default 10: one-second buckets for the 10 s window).
+///
+/// ```
+/// use resilix::retry::budget::{RetryBreaker, RetryBreakerConfig, RetryBudget};
+/// use resilix::time::Instant;
+/// use resilix::VerdictKind;
+///
+/// let breaker: RetryBreaker = RetryBreaker::new(RetryBreakerConfig::DEFAULT)?;
+/// let now = Instant::from_secs(1);
+/// for _ in 0..100 {
+///     breaker.record_first_attempt(now);
+/// }
+/// // Ten failures in a hundred attempts: 10%, still at the threshold.
+/// for _ in 0..9 {
+///     breaker.record_unretried_failure(now, VerdictKind::Transient);
+/// }
+/// assert!(breaker.try_spend(now, VerdictKind::Transient));
+/// // The granted retry is an attempt (101); two more failures make 12 in 101: tripped.
+/// breaker.record_unretried_failure(now, VerdictKind::Transient);
+/// assert!(!breaker.try_spend(now, VerdictKind::Transient));
+/// // Ten seconds later the window has forgotten: retries again.
+/// assert!(breaker.try_spend(Instant::from_secs(12), VerdictKind::Transient));
+/// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+/// ```
+#[derive(Debug)]
+pub struct RetryBreaker<const B: usize = 10> {
+    window: TimeWindow<B, 2>,
+    max_failure_permille: u32,
+    min_attempts: u32,
+}
+
+impl<const B: usize> RetryBreaker<B> {
+    crate::sync::const_fn_unless_loom! {
+        /// A retry breaker with `config`, refusing a threshold that could never retry or never
+        /// trip, an unreachable minimum and an empty or too short window.
+        pub fn new(config: RetryBreakerConfig) -> Result<Self, BudgetConfigError> {
+            if B == 0 || config.window.is_zero() {
+                return Err(BudgetConfigError::EmptyWindow);
+            }
+            if crate::time::duration_as_nanos_saturating(config.window)
+                < (B as u64).saturating_mul(MIN_BUCKET_NANOS)
+            {
+                return Err(BudgetConfigError::WindowShorterThanBuckets);
+            }
+            if config.max_failure_permille == 0 {
+                return Err(BudgetConfigError::FailureThresholdZero);
+            }
+            if config.max_failure_permille > RetryBreakerConfig::MAX_FAILURE_PERMILLE {
+                return Err(BudgetConfigError::FailureThresholdNotBelowOne);
+            }
+            if config.min_attempts > max_min_requests(config.window) {
+                return Err(BudgetConfigError::MinAttemptsUnreachable);
+            }
+            Ok(RetryBreaker {
+                window: TimeWindow::new(config.window),
+                max_failure_permille: config.max_failure_permille,
+                min_attempts: config.min_attempts,
+            })
+        }
+    }
+
+    /// Attempts and failures in the window ending at `now` (a snapshot).
+    pub fn counts(&self, now: Instant) -> (u32, u32) {
+        let t = self.window.totals(now);
+        (t[ATTEMPTS], t[FAILURES])
+    }
+
+    /// Whether a retry would be allowed at these counts: the pure rule.
+    pub const fn allows(&self, attempts: u32, failures: u32) -> bool {
+        allows(
+            attempts,
+            failures,
+            self.max_failure_permille,
+            self.min_attempts,
+        )
+    }
+
+    /// Whether the breaker is tripped at `now`: the window's failure rate is above the
+    /// threshold (with at least `min_attempts` attempts). A retry is asked for after a
+    /// failure, which counts first, so an untripped breaker may still refuse it.
+    pub fn is_tripped(&self, now: Instant) -> bool {
+        let (attempts, failures) = self.counts(now);
+        !self.allows(attempts, failures)
+    }
+}
+
+/// `attempts < min || failures / attempts ≤ permille / 1000`, in u64 so it cannot overflow.
+const fn allows(attempts: u32, failures: u32, permille: u32, min_attempts: u32) -> bool {
+    attempts < min_attempts || failures as u64 * 1000 <= permille as u64 * attempts as u64
+}
+
+impl<const B: usize> RetryBudget for RetryBreaker<B> {
+    fn record_first_attempt(&self, now: Instant) {
+        self.window.add(now, [1, 0]);
+    }
+
+    fn try_spend(&self, now: Instant, _after: VerdictKind) -> bool {
+        self.window.add(now, [0, 1]);
+        let t = self.window.totals(now);
+        let granted = self.allows(t[ATTEMPTS], t[FAILURES]);
+        if granted {
+            self.window.add(now, [1, 0]);
+        }
+        granted
+    }
+
+    fn record_unretried_failure(&self, now: Instant, _after: VerdictKind) {
+        self.window.add(now, [0, 1]);
+    }
+
+    fn record_success(&self, _now: Instant, _retried_after: Option<VerdictKind>) {}
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const T: VerdictKind = VerdictKind::Transient;
+    const NOW: Instant = Instant::from_secs(1);
+
+    fn breaker(permille: u32, min: u32) -> RetryBreaker<10> {
+        RetryBreaker::new(RetryBreakerConfig {
+            max_failure_permille: permille,
+            min_attempts: min,
+            window: Duration::from_secs(10),
+        })
+        .unwrap()
+    }
+
+    fn firsts(b: &RetryBreaker<10>, now: Instant, n: u32) {
+        for _ in 0..n {
+            b.record_first_attempt(now);
+        }
+    }
+
+    fn fails(b: &RetryBreaker<10>, now: Instant, n: u32) {
+        for _ in 0..n {
+            b.record_unretried_failure(now, T);
+        }
+    }
+
+    #[test]
+    fn invalid_configs_are_refused() {
+        let with = |permille, min, window| RetryBreakerConfig {
+            max_failure_permille: permille,
+            min_attempts: min,
+            window,
+        };
+        let ten = Duration::from_secs(10);
+        let cases = [
+            (with(0, 10, ten), BudgetConfigError::FailureThresholdZero),
+            (
+                with(1000, 10, ten),
+                BudgetConfigError::FailureThresholdNotBelowOne,
+            ),
+            (
+                with(u32::MAX, 0, ten),
+                BudgetConfigError::FailureThresholdNotBelowOne,
+            ),
+            (
+                with(100, 10, Duration::ZERO),
+                BudgetConfigError::EmptyWindow,
+            ),
+            (
+                with(100, 0, Duration::from_nanos(79)),
+                BudgetConfigError::WindowShorterThanBuckets,
+            ),
+            (
+                with(100, 11, Duration::from_nanos(100)),
+                BudgetConfigError::MinAttemptsUnreachable,
+            ),
+            (
+                with(100, u32::MAX, Duration::MAX),
+                BudgetConfigError::MinAttemptsUnreachable,
+            ),
+        ];
+        for (config, error) in cases {
+            assert_eq!(
+                RetryBreaker::<10>::new(config).err(),
+                Some(error),
+                "{config:?}"
+            );
+        }
+        assert_eq!(
+            RetryBreaker::<0>::new(RetryBreakerConfig::DEFAULT).err(),
+            Some(BudgetConfigError::EmptyWindow)
+        );
+        assert!(RetryBreaker::<10>::new(with(999, 10, Duration::from_nanos(100))).is_ok());
+        assert!(RetryBreaker::<10>::new(with(1, 0, Duration::from_nanos(80))).is_ok());
+        assert!(RetryBreaker::<10>::new(RetryBreakerConfig::BROOKER_2022).is_ok());
+    }
+
+    #[test]
+    fn the_threshold_is_inclusive_and_counts_the_failure_being_retried() {
+        let b = breaker(100, 0);
+        firsts(&b, NOW, 100);
+        fails(&b, NOW, 9);
+        // The tenth failure is the one being retried: 10 in 100 is at the threshold.
+        assert!(b.try_spend(NOW, T));
+        assert_eq!(b.counts(NOW), (101, 10));
+        // 11 in 101 is above it (10.9%).
+        assert!(!b.try_spend(NOW, T));
+        assert_eq!(b.counts(NOW), (101, 11), "a refused retry is no attempt");
+        assert!(b.is_tripped(NOW));
+    }
+
+    #[test]
+    fn without_a_minimum_the_first_failure_trips_a_fresh_breaker() {
+        // Brooker's effect: one failure in one attempt is a 100% rate.
+        let b = breaker(100, 0);
+        firsts(&b, NOW, 1);
+        assert!(!b.try_spend(NOW, T));
+        let guarded = breaker(100, 10);
+        firsts(&guarded, NOW, 1);
+        assert!(guarded.try_spend(NOW, T), "below min_attempts: retried");
+    }
+
+    #[test]
+    fn below_the_minimum_every_retry_is_granted_whatever_the_rate() {
+        let b = breaker(100, 10);
+        firsts(&b, NOW, 3);
+        // 3 firsts + 6 granted retries = 9 attempts, all failed.
+        for i in 0..6 {
+            assert!(b.try_spend(NOW, T), "retry {i}");
+        }
+        assert_eq!(b.counts(NOW), (9, 6));
+        assert!(b.try_spend(NOW, T), "9 attempts < 10 when read");
+        assert!(!b.try_spend(NOW, T), "10 attempts, 8 failures: tripped");
+    }
+
+    #[test]
+    fn first_attempts_and_successes_never_trip_nor_refuse() {
+        let b = breaker(1, 0);
+        firsts(&b, NOW, 10_000);
+        for _ in 0..1_000 {
+            b.record_success(NOW, Some(T));
+        }
+        assert_eq!(b.counts(NOW), (10_000, 0));
+        assert!(!b.is_tripped(NOW));
+        // 1 per mille of 10,000 attempts: ten failures are still at the threshold.
+        fails(&b, NOW, 9);
+        assert!(b.try_spend(NOW, T));
+        assert!(!b.try_spend(NOW, T));
+    }
+
+    #[test]
+    fn the_window_forgets_and_the_breaker_closes() {
+        let b = breaker(100, 0);
+        firsts(&b, Instant::from_secs(0), 10);
+        fails(&b, Instant::from_secs(0), 10);
+        assert!(b.is_tripped(Instant::from_secs(5)));
+        assert!(!b.try_spend(Instant::from_secs(9), T));
+        // Ten 1 s buckets: at t = 10 s period 0 has slid out; the 9 s failure is still in.
+        assert_eq!(b.counts(Instant::from_secs(10)), (0, 1));
+        firsts(&b, Instant::from_secs(10), 10);
+        assert!(
+            !b.try_spend(Instant::from_secs(10), T),
+            "2 failures in 10 attempts"
+        );
+        firsts(&b, Instant::from_secs(10), 20);
+        assert!(
+            b.try_spend(Instant::from_secs(10), T),
+            "3 failures in 30 attempts: 10%"
+        );
+        assert_eq!(b.counts(Instant::from_secs(10)), (31, 3));
+    }
+
+    #[test]
+    fn no_idle_gap_keeps_it_tripped() {
+        let b = breaker(100, 0);
+        firsts(&b, NOW, 10);
+        fails(&b, NOW, 10);
+        for years in [1u64, 68, 136, 204] {
+            let later = Instant::from_secs(1 + years * 365 * 86_400);
+            assert_eq!(b.counts(later), (0, 0), "{years} years later");
+            assert!(!b.is_tripped(later));
+        }
+    }
+
+    #[test]
+    fn time_backwards_and_the_end_of_time_never_panic() {
+        let b = breaker(100, 0);
+        firsts(&b, Instant::MAX, 10);
+        assert!(b.try_spend(Instant::MAX, T));
+        assert_eq!(
+            b.counts(Instant::ZERO),
+            (0, 0),
+            "the future is not in the window"
+        );
+        firsts(&b, Instant::ZERO, 1);
+        assert!(!b.try_spend(Instant::ZERO, T));
+    }
+
+    #[test]
+    fn the_rule_cannot_overflow() {
+        assert!(allows(u32::MAX, u32::MAX / 10, 100, 0));
+        assert!(!allows(u32::MAX, u32::MAX, 999, 0));
+        assert!(allows(0, u32::MAX, 1, 1));
+        assert!(!allows(0, 1, 999, 0), "no attempts, one failure: 100%");
+        assert!(allows(0, 0, 1, 0), "nothing seen: not tripped");
+    }
+}
