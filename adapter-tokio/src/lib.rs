@@ -158,6 +158,12 @@ pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod tracing;
 
+/// The README's examples (the core's and this crate's), compiled and run as doc tests here,
+/// where tokio is at hand, so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 pub use clock::{TokioClock, TokioTimer, deadline_in, now, retry_in};
 pub use statics::Static;
 

@@ -86,8 +86,4 @@ pub mod waiters;
 pub use error::Error;
 pub use rejection::{RejectReason, Rejection};
 
-/// The README's examples, compiled and run as doc tests so they cannot rot.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-struct ReadmeDoctests;
 pub use verdict::{Verdict, VerdictKind};
