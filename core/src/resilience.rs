@@ -461,6 +461,52 @@ where
         }
     }
 
+    /// Runs `operation` through the pipeline when its output is not a `Result` (an HTTP
+    /// response the classifier reads, a chaos-wrapped output): the output-generic loop, whose
+    /// answer is the last output or an [`ExecuteError`] saying why it stopped. (Runnable
+    /// under tokio in `resilix_tokio::chaos`, whose outputs are `Chaotic<T>`.)
+    pub async fn execute_output<F, Fut>(
+        &self,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        S: SeedSource,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        let mut slot = None;
+        let mut rng = self.lazy_rng(&mut slot);
+        self.execute_output_with_rng(&mut rng, options, operation)
+            .await
+    }
+
+    /// [`Self::execute_output`] drawing randomness from `rng`.
+    pub async fn execute_output_with_rng<R, F, Fut>(
+        &self,
+        rng: &mut R,
+        options: CallOptions,
+        operation: F,
+    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    where
+        R: Random + ?Sized,
+        F: FnMut() -> Fut,
+        Fut: Future,
+        C: Classify<Fut::Output>,
+    {
+        execute(
+            self.pipeline.as_pipeline(),
+            &self.timer,
+            rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            operation,
+        )
+        .await
+    }
+
     /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
     /// of being refused at once: a [`Bulkhead`](crate::bulkhead::Bulkhead) slot, or the
     /// [`Limiter`](crate::limiter::Limiter)'s queue zone (see [`crate::waiters`]). `target`
