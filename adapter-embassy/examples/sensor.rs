@@ -2,7 +2,8 @@
 //! circuit breaker, a per-read timeout and a last-known-good fallback, with every policy in a
 //! `static` and no heap.
 //!
-//! On the host it runs on embassy-time's `std` driver under `embassy_futures::block_on`; on a
+//! On the host it runs on simulated time (embassy-time's mock driver, advanced by the tests'
+//! executor, `tests/common/mod.rs`), so it finishes at once and does the same every run; on a
 //! board the same `sensor_task` is an `#[embassy_executor::task]` and `read_i2c` talks to the
 //! bus. `tests/firmware.rs` runs it and checks what it did.
 //!
@@ -184,11 +185,16 @@ fn report_failure<T: core::fmt::Debug>(outcome: &T) {
     let _ = outcome;
 }
 
-#[allow(dead_code)] // `tests/firmware.rs` includes this file and calls `sensor_task` itself.
+// `tests/firmware.rs` includes this file and calls `sensor_task` itself, on its own executor.
+#[cfg(not(test))]
+#[path = "../tests/common/mod.rs"]
+mod simulated;
+
+#[cfg(not(test))]
 fn main() {
     let sensor = FlakySensor::new();
     let tally = Tally::default();
-    let fresh = embassy_futures::block_on(sensor_task(&sensor, &tally, 20));
+    let fresh = simulated::run(sensor_task(&sensor, &tally, 20));
     println!(
         "{fresh} fresh of 20; bus used {} times; {} retries; breaker opened {} time(s), closed {} time(s); {} reads refused; {} fallbacks",
         sensor.bus_reads(),

@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn conversion_keeps_sub_millisecond_precision_both_ways() {
-        // The std driver ticks at 1 MHz: 1_234 ticks is 1.234 ms, not 1 ms.
+        // The host driver ticks at 1 MHz: 1_234 ticks is 1.234 ms, not 1 ms.
         let t = embassy_time::Instant::from_ticks(1_234);
         let ours = from_embassy(t);
         assert_eq!(ours, Instant::from_micros(1_234));

@@ -1,5 +1,7 @@
-//! The firmware-shaped example, run on the host: what the breaker and the fallback did.
+//! The firmware-shaped example, run on the host on simulated time: what the breaker and the
+//! fallback did.
 
+mod common;
 #[path = "../examples/sensor.rs"]
 mod sensor;
 
@@ -9,7 +11,7 @@ use sensor::{FlakySensor, SENSOR_BREAKER, Tally, sensor_task};
 fn the_sensor_task_rides_out_an_outage() {
     let sensor = FlakySensor::new();
     let tally = Tally::default();
-    let fresh = embassy_futures::block_on(sensor_task(&sensor, &tally, 20));
+    let fresh = common::run(sensor_task(&sensor, &tally, 20));
     // The sensor is off the bus from 40 to 100 ms. The breaker opens during the outage, so
     // the task stops touching the bus instead of failing read after read; the refused reads
     // are answered from the last good value; a probe after the outage closes it again. Retries

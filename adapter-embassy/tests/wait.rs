@@ -1,8 +1,11 @@
-//! Bounded waiting for a bulkhead slot on embassy's host driver (a `static` bulkhead).
+//! Bounded waiting for a bulkhead slot on embassy's mock driver, on simulated time (a `static`
+//! bulkhead).
+
+mod common;
 
 use core::time::Duration;
 
-use embassy_futures::block_on;
+use common::run;
 use embassy_futures::join::join;
 use resilix::RejectReason;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
@@ -34,50 +37,79 @@ async fn work(ms: u64) -> Result<(), ()> {
 fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
     let pipeline = Pipeline::new().bulkhead(&RADIO);
     let r = Resilience::new(&pipeline);
-    let (mut r1, mut r2) = (SeededRandom::new(1), SeededRandom::new(2));
-    let start = embassy_time::Instant::now();
-    let (a, b) = block_on(join(
-        r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(5)),
-        r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(5)),
-    ));
-    assert_eq!((a, b), (Ok(()), Ok(())));
-    assert!(start.elapsed() >= embassy_time::Duration::from_millis(10));
+    let (mut r1, mut r2, mut r3) = (
+        SeededRandom::new(1),
+        SeededRandom::new(2),
+        SeededRandom::new(3),
+    );
+    run(async {
+        let start = embassy_time::Instant::now();
+        let (a, b) = join(
+            r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(5)),
+            r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(5)),
+        )
+        .await;
+        assert_eq!((a, b), (Ok(()), Ok(())));
+        // One at a time, the second right when the first hands the slot over.
+        assert_eq!(start.elapsed(), embassy_time::Duration::from_millis(10));
 
-    // The holder takes 60 ms; the waiter gives up after 20; a third finds the one place taken.
-    let mut r3 = SeededRandom::new(3);
-    let (holder, (waiter, third)) = block_on(join(
-        r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(60)),
-        join(
-            r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(1)),
+        // The holder takes 60 ms; the waiter gives up after 20; a third finds the one place
+        // taken.
+        let start = embassy_time::Instant::now();
+        let (holder, (waiter, third)) = join(
             async {
-                embassy_time::Timer::after_millis(2).await;
-                r.execute_waiting_with_rng(&RADIO, &mut r3, CallOptions::default(), || work(1))
-                    .await
+                let held = r
+                    .execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(60))
+                    .await;
+                (held, start.elapsed())
             },
-        ),
-    ));
-    assert_eq!(holder, Ok(()));
-    for refused in [waiter, third] {
-        assert_eq!(
-            refused.unwrap_err().rejection().map(|r| r.reason()),
-            Some(RejectReason::BulkheadFull)
-        );
-    }
+            join(
+                async {
+                    let waited = r
+                        .execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || {
+                            work(1)
+                        })
+                        .await;
+                    (waited, start.elapsed())
+                },
+                async {
+                    embassy_time::Timer::after_millis(2).await;
+                    let refused = r
+                        .execute_waiting_with_rng(&RADIO, &mut r3, CallOptions::default(), || {
+                            work(1)
+                        })
+                        .await;
+                    (refused, start.elapsed())
+                },
+            ),
+        )
+        .await;
+        let ms = embassy_time::Duration::from_millis;
+        assert_eq!(holder, (Ok(()), ms(60)));
+        // The waiter is refused when its 20 ms are up; the third at once, 2 ms in.
+        for ((refused, at), when) in [(waiter, ms(20)), (third, ms(2))] {
+            assert_eq!(
+                refused.unwrap_err().rejection().map(|r| r.reason()),
+                Some(RejectReason::BulkheadFull)
+            );
+            assert_eq!(at, when);
+        }
+    });
     assert_eq!((RADIO.held(), RADIO.hook().waiting()), (0, 0));
 }
 
-/// The limiter's queue zone on the host driver (shared with tokio and async-std).
+/// The limiter's queue zone on simulated time (shared with tokio and async-std).
 #[test]
 fn the_shared_queue_zone_scenario() {
     const UNIT: Duration = Duration::from_millis(4);
     let (config, wait) = resilix_testkit::queue_zone_limiter(15 * UNIT);
     let limiter =
         resilix::limiter::Limiter::with_hook(config, SlotWaiters::<8>::new(wait)).unwrap();
-    block_on(resilix_testkit::limiter_queue_zone(
+    run(resilix_testkit::limiter_queue_zone(
         &resilix_embassy::EmbassyTimer,
         &limiter,
         UNIT,
-        resilix_testkit::Tolerance::real(Duration::from_millis(35)),
+        resilix_testkit::Tolerance::EXACT,
     ));
 }
 
@@ -89,10 +121,10 @@ fn a_wake_up_refused_elsewhere_is_passed_on() {
     let wait = WaitConfig::new(4, 100 * UNIT, WaitOrder::Fifo).unwrap();
     let bulkhead: Bulkhead<SlotWaiters<4>> =
         Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::new(wait));
-    block_on(resilix_testkit::wake_up_passed_on(
+    run(resilix_testkit::wake_up_passed_on(
         &resilix_embassy::EmbassyTimer,
         &bulkhead,
         UNIT,
-        resilix_testkit::Tolerance::real(Duration::from_millis(35)),
+        resilix_testkit::Tolerance::EXACT,
     ));
 }
