@@ -147,6 +147,8 @@ mod statics;
 pub mod http;
 #[cfg(feature = "hyper")]
 pub mod hyper;
+#[cfg(feature = "inbound")]
+pub mod inbound;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "reqwest")]
