@@ -13,7 +13,7 @@
 //! * **shares**: `total − ⌊total · reserved · rank / 3⌋` on plain integers, `reserved` in
 //!   millionths.
 //! * **the queue**: four lines of waiting requests in arrival order; the dispatch rule
-//!   (expire the oldest per line, then the most critical line's oldest or newest, then its
+//!   (expire the oldest per line (M only for sheddable lines), then the most critical line's oldest or newest, then its
 //!   deadline, then CoDel) re-stated over them.
 //!
 //! What is shared rather than re-stated: the per-pop CoDel controller ([`Codel`]) — it is held
@@ -298,8 +298,8 @@ impl Model {
                 >= self.interval_ticks
     }
 
-    fn timeout(&self, now: u64) -> u64 {
-        if self.standing(now) {
+    fn timeout(&self, now: u64, p: Priority) -> u64 {
+        if !p.is_critical() && self.standing(now) {
             self.target
         } else {
             self.interval
@@ -326,7 +326,7 @@ impl Model {
             if self.waiting == 1 {
                 self.busy_since = now;
             }
-            let mut until = now.saturating_add(self.timeout(now));
+            let mut until = now.saturating_add(self.timeout(now, priority));
             if let Some(d) = deadline {
                 until = until.min(d.saturating_sub(self.service()));
             }
@@ -391,7 +391,6 @@ impl Model {
                 break;
             }
             let standing = self.standing(now);
-            let timeout = self.timeout(now);
             let mut dropped = None;
             for p in Priority::ALL {
                 if let Some(w) = self.lines[p.rank() as usize].front() {
@@ -399,7 +398,7 @@ impl Model {
                         && !self.can_meet(now, d)
                     {
                         dropped = Some((p, End::Oldest, ShedCause::Deadline));
-                    } else if now.saturating_sub(w.since) >= timeout {
+                    } else if now.saturating_sub(w.since) >= self.timeout(now, p) {
                         dropped = Some((p, End::Oldest, ShedCause::QueueTimeout));
                     }
                     if dropped.is_some() {

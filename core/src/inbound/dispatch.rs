@@ -7,8 +7,8 @@
 //! [`Codel`] state and the backlog's ends:
 //!
 //! 1. nobody waits: [`Step::Empty`] (CoDel leaves its dropping state);
-//! 2. the oldest waiter of some class has waited its time (`interval`, or `target` while the
-//!    queue stands) or can no longer meet its deadline: drop it;
+//! 2. the oldest waiter of some class has waited its time (`interval`, or `target` for a
+//!    sheddable class while the queue stands) or can no longer meet its deadline: drop it;
 //! 3. otherwise the candidate is the most critical class's oldest waiter, or its newest while
 //!    the queue stands (adaptive LIFO: under a standing queue the newest request has the most
 //!    of its deadline left, and the oldest are the ones whose clients are giving up);
@@ -125,13 +125,12 @@ impl Inbound {
             return Step::Empty;
         }
         let standing = self.standing(now);
-        let timeout = self.queue_timeout(now);
         let mut first = None;
         for priority in Priority::ALL {
             let Some(w) = backlog.peek(priority, End::Oldest) else {
                 continue;
             };
-            if let Some(cause) = self.expired(now, w, timeout) {
+            if let Some(cause) = self.expired(now, w, self.queue_timeout(now, priority)) {
                 return Step::Drop {
                     priority,
                     end: End::Oldest,

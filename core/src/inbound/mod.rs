@@ -11,8 +11,8 @@
 //!   [`Limiter`](crate::limiter) (the handler's latency is its sample), or a fixed one.
 //! * **queue until an instant** ([`Decision::Queue`]): it waits for a slot, at most until
 //!   [`QueuePlace::until`]: `interval` (Fail at Scale's N, 100 ms) after arrival, or only
-//!   `target` (M, 5 ms) while the queue stands (not empty for N), and never past its own
-//!   deadline less a typical service time.
+//!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N), and
+//!   never past its own deadline less a typical service time.
 //! * **reject with a retry-at** ([`Decision::Reject`] with a [`Shed`]): the queue has no room
 //!   for this priority, or the deadline cannot be met.
 //!
@@ -180,7 +180,7 @@ impl Inbound {
                 if n == 1 {
                     inbound.busy.mark(now);
                 }
-                let wait = inbound.queue_timeout(now);
+                let wait = inbound.queue_timeout(now, priority);
                 let mut until = now.saturating_add(wait);
                 if let Some(d) = deadline {
                     until = until.min(d.instant().saturating_sub(inbound.service_time()));
@@ -213,10 +213,14 @@ impl Inbound {
         self.queued.held() > 0 && self.busy.stood(now)
     }
 
-    /// How long a request queued at `now` may wait: `target` while the queue stands,
-    /// `interval` otherwise (Fail at Scale's M and N).
-    pub fn queue_timeout(&self, now: Instant) -> Duration {
-        if self.standing(now) {
+    /// How long a request of `priority` queued at `now` may wait: `interval` (Fail at Scale's
+    /// N), or only `target` (M) for SHEDDABLE and SHEDDABLE_PLUS requests while the queue
+    /// stands. Critical requests keep the whole interval (bounded by their deadline): a freed
+    /// slot goes to them first, so their wait stays short while the standing queue is made of
+    /// sheddable ones (ours: Fail at Scale has one class; with M for every class a burst of
+    /// critical requests served newest-first loses its oldest to M).
+    pub fn queue_timeout(&self, now: Instant, priority: Priority) -> Duration {
+        if !priority.is_critical() && self.standing(now) {
             self.codel.target
         } else {
             self.codel.interval

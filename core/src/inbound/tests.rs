@@ -186,12 +186,15 @@ fn a_queued_request_waits_an_interval_or_a_target_once_the_queue_stands() {
     let second = queued(inbound.admit(T0 + ms(99), Priority::Critical, None));
     assert_eq!(second.until(), T0 + ms(199));
     assert!(inbound.standing(T0 + ms(100)));
-    let third = queued(inbound.admit(T0 + ms(100), Priority::Critical, None));
+    let third = queued(inbound.admit(T0 + ms(100), Priority::SheddablePlus, None));
     assert_eq!(
         third.until(),
         T0 + ms(105),
         "M = 5 ms under a standing queue"
     );
+    let critical = queued(inbound.admit(T0 + ms(100), Priority::Critical, None));
+    assert_eq!(critical.until(), T0 + ms(200), "critical requests keep N");
+    drop(critical);
     // The queue empties: it no longer stands, and the next busy period starts afresh.
     drop((first, second, third));
     assert!(!inbound.standing(T0 + ms(100)));
@@ -328,11 +331,11 @@ fn dispatch_serves_lifo_once_the_queue_stands() {
     let running = admitted(inbound.admit(T0, Priority::Critical, None));
     let mut lines = Lines::new();
     for t in [0, 98, 99] {
-        lines.push(queued(inbound.admit(T0 + ms(t), Priority::Critical, None)));
+        lines.push(queued(inbound.admit(T0 + ms(t), Priority::Sheddable, None)));
     }
     drop(running);
     let mut keep = Vec::new();
-    // Standing at 100 ms: the oldest (100 ms ≥ 5 ms) is dropped, then the newest served.
+    // Standing at 100 ms: the oldest (100 ms ≥ M) is dropped, then the newest served.
     let (served, shed) = run(&inbound, &mut codel, T0 + ms(100), &mut lines, &mut keep);
     assert_eq!(shed, [(0, ShedCause::QueueTimeout)]);
     assert_eq!(served, [99]);
