@@ -594,7 +594,7 @@ pub fn run(ctx: &Ctx) -> Section {
             });
         }
         s.charts.push((
-            format!("inbound-{name}"),
+            name.to_string(),
             Chart {
                 title: title.into(),
                 x_label: "offered load (× capacity)".into(),
