@@ -148,6 +148,8 @@ pub mod chaos;
 pub mod http;
 #[cfg(feature = "hyper")]
 pub mod hyper;
+#[cfg(feature = "inbound")]
+pub mod inbound;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 #[cfg(feature = "reqwest")]

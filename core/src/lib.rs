@@ -29,6 +29,9 @@
 //! * [`bulkhead`]: a hard concurrency cap, and the signal async adapters wait on.
 //! * [`rate_limit`]: GCRA token bucket, and per-key limits in a fixed table.
 //!
+//! And for a server's own capacity, [`inbound`]: admission by priority, a bounded queue with
+//! CoDel and adaptive LIFO, and deadlines that arrive with requests.
+//!
 //! ```
 //! use resilix::call::{CallOptions, Next};
 //! use resilix::pipeline::Pipeline;
@@ -66,6 +69,7 @@ pub mod error;
 pub mod execute;
 pub mod fallback;
 mod give_up;
+pub mod inbound;
 pub mod limiter;
 pub mod observe;
 pub mod permit;

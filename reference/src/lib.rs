@@ -28,6 +28,7 @@ pub mod budget;
 pub mod bulkhead;
 pub mod chaos;
 mod draws;
+pub mod inbound;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;

@@ -30,6 +30,7 @@ EXPERIMENTS (default: all)
             a week of diurnal traffic (quiet nights, bursts, an outage) through every
             policy beside its reference model; --quick: one day
   rare-drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
+  inbound     a server's own shedding: CoDel's schedule; FIFO vs load shed vs resilix, 0.5×–4×
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -61,7 +62,7 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 10] = [
+pub const EXPERIMENTS: [&str; 11] = [
     "aws",
     "sre",
     "throttle",
@@ -72,6 +73,7 @@ pub const EXPERIMENTS: [&str; 10] = [
     "little",
     "long-timeline",
     "rare-drops",
+    "inbound",
 ];
 
 pub enum Command {

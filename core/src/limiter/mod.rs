@@ -328,6 +328,35 @@ impl<H: ReleaseHook> Limiter<H> {
         }
     }
 
+    /// An in-flight slot under `cap(limit)` (never above the limit), as `(in flight, limit)`, for
+    /// a policy that keeps its own permit (the inbound admission, whose permits may own their
+    /// policy through an `Arc`). Pair with [`Self::release_slot`] and [`Self::record_outcome`].
+    pub(crate) fn acquire_within(&self, cap: impl FnOnce(u32) -> u32) -> Option<(u32, u32)> {
+        let limit = self.limit();
+        self.in_flight
+            .try_acquire(cap(limit).min(limit))
+            .ok()
+            .map(|n| (n, limit))
+    }
+
+    /// Gives back a slot taken with [`Self::acquire_within`] (the `LimiterPermit` drop).
+    pub(crate) fn release_slot(&self) {
+        self.in_flight.release();
+        self.released.notify();
+    }
+
+    /// Records the outcome of a call admitted at `admitted_at` with `in_flight` calls in flight
+    /// (the `LimiterPermit` settle, after [`Self::release_slot`]).
+    pub(crate) fn record_outcome<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        admitted_at: Instant,
+        in_flight: u32,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        self.record(admitted_at, in_flight, verdict, env);
+    }
+
     fn permit(&self, now: Instant, in_flight: u32, limit: u32) -> LimiterPermit<'_, H> {
         LimiterPermit {
             limiter: self,

@@ -5,6 +5,7 @@ pub mod aws;
 pub mod brooker;
 pub mod brooker_clients;
 pub mod e2e;
+pub mod inbound;
 pub mod little;
 pub mod long_timeline;
 pub mod quota;
@@ -33,7 +34,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 10] = [
+pub const ALL: [(&str, Experiment); 11] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -44,6 +45,7 @@ pub const ALL: [(&str, Experiment); 10] = [
     ("little", little::run),
     ("long-timeline", long_timeline::run),
     ("rare-drops", rare_drops::run),
+    ("inbound", inbound::run),
 ];
 
 pub fn mean(xs: &[f64]) -> f64 {
