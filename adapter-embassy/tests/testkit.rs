@@ -1,10 +1,11 @@
-//! The public test kit's scripted upstream and recorder on embassy's timer (the host `std`
-//! driver, real time, a few milliseconds): the same script as on the synchronous and tokio
-//! drivers, the same events.
+//! The public test kit's scripted upstream and recorder on embassy's timer (the mock driver,
+//! simulated time: `common::run`): the same script as on the synchronous and tokio drivers, the
+//! same events, and the exact elapsed time.
 
 use core::time::Duration;
 
-use embassy_futures::block_on;
+mod common;
+
 use resilix::VerdictKind;
 use resilix::call::CallOptions;
 use resilix::classify::ResultClassifier;
@@ -28,7 +29,7 @@ fn a_scripted_upstream_on_embassys_timer() {
     let recorder = Recorder::new();
     let timer = EmbassyTimer;
     let start = timer.now();
-    let out = block_on(execute(
+    let out = common::run(execute(
         &pipeline,
         &timer,
         &mut SeededRandom::new(1),
@@ -38,9 +39,10 @@ fn a_scripted_upstream_on_embassys_timer() {
         || upstream.call(&timer),
     ));
     assert_eq!(out.unwrap(), Ok("body"));
-    assert!(
-        timer.now().saturating_duration_since(start) >= ms(5),
-        "both latencies slept"
+    assert_eq!(
+        timer.now().saturating_duration_since(start),
+        ms(5),
+        "both latencies slept, no more"
     );
     recorder.assert_sequence(&[
         Kind::Executed(VerdictKind::Transient),
