@@ -27,6 +27,27 @@ fn admit_settle<P: Policy>(breaker: &P, rng: &mut SeededRandom, i: u64) {
     permit.settle(black_box(&Verdict::Success), &mut env);
 }
 
+/// As benches/rate_limit.rs: 1,000/s, time moving one emission interval per call.
+#[inline(never)]
+fn rate_limit_allowed(n: u64) {
+    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))).unwrap();
+    for i in 0..n {
+        let now = Instant::from_nanos(1_000_000_000 + i * 1_000_000);
+        let _ = black_box(black_box(&limiter).try_acquire(now));
+    }
+}
+
+#[inline(never)]
+fn rate_limit_refused(n: u64) {
+    let limiter =
+        RateLimiter::new(RateLimitConfig::new(Rate::per_second(1)).with_burst(1)).unwrap();
+    let frozen = Instant::from_nanos(1_000_000_000);
+    limiter.try_acquire(frozen).unwrap();
+    for _ in 0..n {
+        let _ = black_box(black_box(&limiter).try_acquire(black_box(frozen)));
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let subject = args.next().unwrap_or_default();
@@ -62,23 +83,8 @@ fn main() {
                 black_box(black_box(&r).call(|| Ok::<(), ()>(())).is_ok());
             }
         }
-        "rate-limit-allowed" => {
-            // As benches/rate_limit.rs: 1,000/s, time moving one emission interval per call.
-            let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(1_000))).unwrap();
-            for i in 0..n {
-                let now = Instant::from_nanos(1_000_000_000 + i * 1_000_000);
-                black_box(black_box(&limiter).try_acquire(now).is_ok());
-            }
-        }
-        "rate-limit-refused" => {
-            let limiter =
-                RateLimiter::new(RateLimitConfig::new(Rate::per_second(1)).with_burst(1)).unwrap();
-            let frozen = Instant::from_nanos(1_000_000_000);
-            limiter.try_acquire(frozen).unwrap();
-            for _ in 0..n {
-                black_box(black_box(&limiter).try_acquire(black_box(frozen)).is_err());
-            }
-        }
+        "rate-limit-allowed" => rate_limit_allowed(n),
+        "rate-limit-refused" => rate_limit_refused(n),
         other => {
             eprintln!(
                 "unknown subject {other:?}: breaker-closed, breaker-closed-count, recloser-closed, \
