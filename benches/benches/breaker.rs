@@ -16,11 +16,20 @@ use resilix::random::SeededRandom;
 use resilix::time::Instant;
 
 mod common;
+use common::clock::{CLOCK, POLICY_STEP};
 use common::{one_thread, two_threads};
 
 /// A closed breaker admits, the call succeeds, the breaker hears it.
 fn admit_settle<P: Policy>(breaker: &P, rng: &mut SeededRandom, i: u64) {
     let mut env = Env::new(Instant::from_nanos(i * 1_000), rng);
+    let permit = black_box(breaker).admit(&mut env).unwrap();
+    permit.settle(black_box(&Verdict::Success), &mut env);
+}
+
+/// `admit_settle` on the shared advancing clock (`common/clock.rs`), 1 µs per call.
+fn admit_settle_clock<P: Policy>(breaker: &P, rng: &mut SeededRandom, i: u64) {
+    CLOCK.advance(i, POLICY_STEP);
+    let mut env = Env::new(CLOCK.now(), rng);
     let permit = black_box(breaker).admit(&mut env).unwrap();
     permit.settle(black_box(&Verdict::Success), &mut env);
 }
@@ -44,6 +53,17 @@ fn resilix_breaker(c: &mut Criterion) {
             &time_based,
             |t| SeededRandom::new(t as u64),
             admit_settle,
+        )
+    });
+    c.bench_function("breaker/resilix/closed-clock/admit+settle/1t", |b| {
+        one_thread(b, |i| admit_settle_clock(&time_based, &mut rng, i))
+    });
+    c.bench_function("breaker/resilix/closed-clock/admit+settle/2t", |b| {
+        two_threads(
+            b,
+            &time_based,
+            |t| SeededRandom::new(t as u64),
+            admit_settle_clock,
         )
     });
     // recloser's shape: the last 100 calls.

@@ -62,6 +62,7 @@
 use core::time::Duration;
 
 use crate::sync::{AtomicU32, Ordering};
+use crate::time::divide::Divisor;
 use crate::time::era::{Era, EraSeen, widen};
 use crate::time::{Instant, duration_as_nanos_saturating};
 
@@ -93,6 +94,9 @@ const FAST_ADD_BELOW: u32 = 1 << 31;
 #[derive(Debug)]
 pub(crate) struct TimeWindow<const B: usize, const C: usize> {
     bucket_nanos: u64,
+    /// Division by `bucket_nanos`, by multiplication (`time::divide`): every add needs the
+    /// period of `now`.
+    per_bucket: Divisor,
     buckets: [Bucket<C>; B],
 }
 
@@ -188,6 +192,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         pub(crate) fn new(window: Duration) -> Self {
             TimeWindow {
                 bucket_nanos: bucket_nanos(window, B),
+                per_bucket: Divisor::new(bucket_nanos(window, B)),
                 buckets: new_buckets(),
             }
         }
@@ -201,7 +206,7 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
     /// The full period number of `now`.
     #[inline]
     fn period(&self, now: Instant) -> u64 {
-        now.as_nanos() / self.bucket_nanos
+        self.per_bucket.divide(now.as_nanos())
     }
 
     /// The index of the bucket that counts `period`.

@@ -22,6 +22,8 @@
 //! figures taken there understate the contention. Take them on an idle machine.
 #![allow(dead_code)] // each bench file uses part of this
 
+pub mod clock;
+
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

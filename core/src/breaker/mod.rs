@@ -862,21 +862,24 @@ impl<W: OutcomeWindow> BreakerPermit<'_, W> {
 
 impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
-        mut self,
+        self,
         verdict: &Verdict,
         env: &mut Env<'_, R, O>,
     ) {
-        let Some(breaker) = self.breaker.take() else {
+        // Settling replaces the drop (which would only free a probe's slot): not running it
+        // spares the hot path the store and the re-check of `breaker` that `take` costs.
+        let this = core::mem::ManuallyDrop::new(self);
+        let Some(breaker) = this.breaker else {
             return;
         };
-        match self.role {
+        match this.role {
             Role::Bypass => {}
-            Role::Counted => breaker.settle_counted(self.epoch, self.admitted_at, verdict, env),
+            Role::Counted => breaker.settle_counted(this.epoch, this.admitted_at, verdict, env),
             // `Rejected` counts for nothing: the probe never reached the upstream.
-            Role::Probe if !verdict.is_counted() => breaker.drop_probe(self.epoch),
+            Role::Probe if !verdict.is_counted() => breaker.drop_probe(this.epoch),
             Role::Probe => {
-                let succeeded = verdict.is_accept() && !breaker.is_slow(self.admitted_at, env.now);
-                breaker.settle_probe(self.epoch, succeeded, env);
+                let succeeded = verdict.is_accept() && !breaker.is_slow(this.admitted_at, env.now);
+                breaker.settle_probe(this.epoch, succeeded, env);
             }
         }
     }

@@ -193,17 +193,35 @@ impl Gcra {
     #[inline]
     pub(crate) fn debt(&self, low: u32, seen: EraSeen, now: Now) -> u32 {
         let ahead = if seen.get() as u64 == now.era {
-            low.wrapping_sub(now.tick as u32) & TICK_MASK
+            ahead_in_era(low, now)
         } else {
             widened_ahead(low, seen, self.shift, self.span, now.tick)
         };
+        self.debt_of(ahead)
+    }
+
+    /// How far ahead of `now` the TAT lies, read as debt: up to `limit`, and 0 beyond it.
+    #[inline(always)]
+    const fn debt_of(&self, ahead: u32) -> u32 {
         if ahead <= self.limit { ahead } else { 0 }
     }
 
     /// Admit `n` cells (1 ≤ n ≤ burst) at `now` against the stored TAT, or say when.
     #[inline]
     pub(crate) fn decide(&self, low: u32, seen: EraSeen, now: Now, n: u32) -> Decision {
-        let debt = self.debt(low, seen, now);
+        self.decide_on(self.debt(low, seen, now), now, n)
+    }
+
+    /// [`debt`](Self::debt) for a TAT whose era read is `now`'s own (the caller checked):
+    /// the 31-bit difference alone.
+    #[inline(always)]
+    pub(crate) fn debt_in_era(&self, low: u32, now: Now) -> u32 {
+        self.debt_of(ahead_in_era(low, now))
+    }
+
+    /// [`decide`](Self::decide) on a debt already read.
+    #[inline(always)]
+    pub(crate) fn decide_on(&self, debt: u32, now: Now, n: u32) -> Decision {
         // n ≤ burst, so n·T ≤ span < 2^30, and debt ≤ limit ≤ 2^30: no overflow.
         let after = debt + n * self.emission;
         if after <= self.span {
@@ -271,6 +289,13 @@ impl Gcra {
     pub(crate) const fn emission_interval(&self) -> Duration {
         self.scale().duration_of(self.emission)
     }
+}
+
+/// How far the TAT stored as `low` lies ahead of `now`, when the era read is `now`'s: the
+/// 31-bit difference (see [`Gcra::debt`] for why it is exact).
+#[inline(always)]
+const fn ahead_in_era(low: u32, now: Now) -> u32 {
+    low.wrapping_sub(now.tick as u32) & TICK_MASK
 }
 
 /// How far the TAT stored as `low`, widened from era `seen`, lies ahead of tick `now` on a

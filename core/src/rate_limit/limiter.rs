@@ -38,13 +38,22 @@ impl Slot {
         }
     }
 
+    /// The slot's parameters, read after an `Acquire` load of the state word that names this
+    /// slot. Relaxed suffices: a reconfiguration writes the slot before the compare-and-swap
+    /// that makes the word name it, and the reader's `Acquire` load of that word (or of a later
+    /// admission's, all read-modify-writes in its release sequence) synchronises with it, so
+    /// these loads see the slot as written or later. A later rewrite of the same slot happens
+    /// only after another reconfiguration has flipped the word away from it, and the stale
+    /// reader's compare-and-swap then fails (the one ABA the module docs name). On weakly
+    /// ordered targets this saves a barrier per field.
+    #[inline(always)]
     fn load(&self) -> Gcra {
         Gcra {
-            shift: self.shift.load(Ordering::Acquire) as u8,
-            emission: self.emission.load(Ordering::Acquire),
-            burst: self.burst.load(Ordering::Acquire),
-            span: self.span.load(Ordering::Acquire),
-            limit: self.limit.load(Ordering::Acquire),
+            shift: self.shift.load(Ordering::Relaxed) as u8,
+            emission: self.emission.load(Ordering::Relaxed),
+            burst: self.burst.load(Ordering::Relaxed),
+            span: self.span.load(Ordering::Relaxed),
+            limit: self.limit.load(Ordering::Relaxed),
         }
     }
 
@@ -131,10 +140,9 @@ impl RateLimiter {
 
     /// Takes one cell at `now`, or refuses with [`RejectReason::RateLimited`] and the instant
     /// at which a single cell would be admitted (if nobody else takes it first).
+    #[inline]
     pub fn try_acquire(&self, now: Instant) -> Result<(), Rejection> {
-        // One copy of the loop, not a hot one and an out-of-line one for other eras: on the
-        // smallest targets the flash matters more than the load and compare it would save.
-        one_cell(self.acquire(now, 1, false).unwrap_or(Ok(())))
+        one_cell(self.acquire(now, 1))
     }
 
     /// Takes `n` cells at once, or none. `n = 0` always succeeds and changes nothing.
@@ -145,62 +153,80 @@ impl RateLimiter {
         if n == 0 {
             return Ok(());
         }
-        self.acquire(now, n, false).unwrap_or(Ok(()))
+        self.acquire(now, n)
     }
 
-    /// The compare-and-swap loop (n ≥ 1).
-    ///
-    /// `hot`: the stored TAT is read in `now`'s own era, by its 31-bit difference alone (see
-    /// `gcra`), and the era needs no raising; the first time the era read differs from `now`'s
-    /// (once per era, or after an idle gap) this answers `None`, and the caller goes on in its
-    /// out-of-line copy (`hot = false`, never `None`), which widens the TAT and raises the era.
+    /// The compare-and-swap loop (n ≥ 1). One copy: on the smallest targets the flash matters
+    /// more than the instructions a second, hot-only copy would save.
     #[inline(always)]
-    fn acquire(&self, now: Instant, n: u32, hot: bool) -> Option<Result<(), AcquireError>> {
+    fn acquire(&self, now: Instant, n: u32) -> Result<(), AcquireError> {
         let era = era_count(now);
-        let (mut word, mut seen, mut g) = self.current();
+        let mut word = self.state.load(Ordering::Acquire);
         loop {
-            if hot && !seen.is_era_of(era, TICK_BITS) {
-                return None;
-            }
+            let seen = self.era.read();
+            let g = self.slots[(word >> 31) as usize].load();
             if n > g.burst {
-                return Some(Err(AcquireError::ExceedsBurst {
+                return Err(AcquireError::ExceedsBurst {
                     requested: n,
                     burst: g.burst,
-                }));
+                });
             }
-            match g.decide(word & TICK_MASK, seen, g.now(now), n) {
+            let at = g.now(now);
+            // The hot path: in `now`'s own era the TAT is read by its 31-bit difference and
+            // the era needs no raising (see `gcra`). In any other era (once per era, or after
+            // an idle gap) the TAT is widened and the era raised, out of line.
+            let in_era = seen.is_era_of(era, TICK_BITS);
+            let debt = if in_era {
+                g.debt_in_era(word & TICK_MASK, at)
+            } else {
+                self.debt_in_other_era(word, seen, now)
+            };
+            match g.decide_on(debt, at, n) {
                 Decision::Admit(tat) => {
-                    let next = (word & SLOT_BIT) | tat;
-                    // Era first: every reader of the new TAT widens it from an era that
-                    // covers this `now` (in the hot copy it already does).
-                    if !hot {
-                        self.era.cover(seen, era, TICK_BITS);
+                    if !in_era {
+                        // Era first: every reader of the new TAT widens it from an era that
+                        // covers this `now`.
+                        self.cover(seen, era);
                     }
                     // AcqRel: an admission is ordered after the one whose TAT it extends.
+                    // Reload the slot even when the bit is unchanged: two reconfigurations
+                    // flip it back onto a rewritten slot.
                     match self.state.compare_exchange_weak(
                         word,
-                        next,
+                        (word & SLOT_BIT) | tat,
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
-                        Ok(_) => return Some(Ok(())),
-                        Err(actual) => {
-                            // Reload the slot even when the bit is unchanged: two
-                            // reconfigurations flip it back onto a rewritten slot.
-                            word = actual;
-                            seen = self.era.read();
-                            g = self.slots[(actual >> 31) as usize].load();
-                        }
+                        Ok(_) => return Ok(()),
+                        Err(actual) => word = actual,
                     }
                 }
                 Decision::Wait(tick) => {
-                    return Some(Err(AcquireError::Limited(Rejection::until(
+                    return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
                         g.scale().instant_at(tick),
-                    ))));
+                    )));
                 }
             }
         }
+    }
+
+    /// The debt of a TAT whose era read is not `now`'s: widened to its full count (see
+    /// `gcra`). Out of line: once per era, or after an idle gap.
+    #[cold]
+    #[inline(never)]
+    fn debt_in_other_era(&self, word: u32, seen: EraSeen, now: Instant) -> u32 {
+        // The slot again (the caller's copy stays in registers): the same one, read after the
+        // same `Acquire` load of the word.
+        let g = self.slots[(word >> 31) as usize].load();
+        g.debt(word & TICK_MASK, seen, g.now(now))
+    }
+
+    /// Raises the era to cover `era` before an admission read in another era is published.
+    #[cold]
+    #[inline(never)]
+    fn cover(&self, seen: EraSeen, era: u64) {
+        self.era.cover(seen, era, TICK_BITS);
     }
 
     /// Whole cells available at `now` (a snapshot).

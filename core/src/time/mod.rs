@@ -22,6 +22,7 @@
 //! ```
 
 mod deadline;
+pub(crate) mod divide;
 pub(crate) mod era;
 mod instant;
 mod manual;
