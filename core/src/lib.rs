@@ -63,6 +63,7 @@ pub mod call;
 pub mod classify;
 pub mod execute;
 pub mod fallback;
+pub mod hedge;
 pub mod limiter;
 pub mod observe;
 pub mod permit;

@@ -1,5 +1,6 @@
 use core::time::Duration;
 
+use crate::hedge::HedgeRefusal;
 use crate::rejection::Rejection;
 use crate::retry::GiveUpReason;
 use crate::time::Instant;
@@ -71,6 +72,30 @@ pub enum Event {
     FallbackServed {
         /// Why the upstream's answer was not available.
         cause: Degradation,
+    },
+    /// A hedge left: a copy of a call still in flight, sent because the call outlived the
+    /// hedge delay. Only copies from 2 on are hedges; the original is copy 1.
+    HedgeSent {
+        /// The copy's number (2 for the first hedge).
+        copy: u32,
+        /// How long after the call began it left.
+        after: Duration,
+    },
+    /// A hedge was due and not sent (the local cap or the shared budget). The copies in
+    /// flight carry on; the call sends no further copy.
+    HedgeRefused {
+        /// The number the copy would have had.
+        copy: u32,
+        /// Which limit refused it.
+        reason: HedgeRefusal,
+    },
+    /// A call that sent at least one hedge ended: whose answer the caller got. The other
+    /// copies were cancelled.
+    HedgeWon {
+        /// The copy whose answer was taken (1 = the original, 2 = the first hedge).
+        copy: u32,
+        /// How many copies were sent, the original included.
+        copies: u32,
     },
 }
 
