@@ -26,6 +26,7 @@
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
+pub mod hedge;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;
