@@ -143,6 +143,7 @@
 mod clock;
 mod statics;
 
+pub mod hedge;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "hyper")]
