@@ -5,7 +5,9 @@
 //! reported as the real histogram reports it (restated here on `u128` bounds: the midpoint of
 //! the bucket of the rank-th value at 3 sub-bucket bits, clamped to the window's extremes kept
 //! at 26 bits, the extremes themselves at the first and last rank). The delay is that value
-//! rounded up to a microsecond, at least the floor. The local cap is a `u64` of thousandths of
+//! raised by the histogram's error bound (×16/15, rounded up, at most the window's
+//! maximum), rounded up to a microsecond,
+//! at least the floor. The local cap is a `u64` of thousandths of
 //! a hedge. The shared budget is a [`BudgetModel`], so a hedge twin over a token bucket or a
 //! ratio budget checks the hedge's charges and records against the budget's own model too.
 //!
@@ -220,8 +222,14 @@ impl<M: BudgetModel> HedgeModel<M> {
                 sorted.sort_unstable();
                 let q = u64::from(self.config.quantile_permille());
                 let rank = (u64::from(self.config.window) * q).div_ceil(1000).max(1) as usize;
-                let v = histogram_readout(&sorted, rank);
-                let us = micros_ceil(u128::from(v)).min(u128::from(u32::MAX)) as u64;
+                // Raised by the histogram's error bound (x ≤ 16e/15), never below the exact.
+                // and never past the window's maximum as the histogram keeps it.
+                let max = bucket(sorted[sorted.len() - 1], 26).1;
+                let v = (u128::from(histogram_readout(&sorted, rank)) * 16)
+                    .div_ceil(15)
+                    .min(u128::from(u64::MAX))
+                    .min(max);
+                let us = micros_ceil(v).min(u128::from(u32::MAX)) as u64;
                 self.delay_us = Some(us.max(self.floor_us));
             }
         }

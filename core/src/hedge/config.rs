@@ -44,9 +44,11 @@ pub struct HedgeConfig {
     /// Default 1 (the paper, Finagle and tower send one backup). 1 to 15.
     pub max_hedges: u32,
     /// The local cap's depth, in hedges: the most hedges sent in a row after a quiet stretch
-    /// before the steady `max_extra_load` share applies. The cap starts full. Default 10
-    /// (ours: ten consecutive slow calls can all be hedged, while a degraded upstream gets at
-    /// most load + 10 extra requests in total beyond the share). 1 to 1,000,000.
+    /// before the steady `max_extra_load` share applies. The cap starts full. Default 100
+    /// (ours: two windows' earnings at the defaults, 2 × 1000 × 5%; a fan-out asks for its
+    /// hedges all at once, and in the simulator's 100-leaf fan-out a depth of 10 refused one
+    /// hedge in five, which fell on the slow calls and left the p99.9 uncut; 50 refused 73 in
+    /// 28,000; 100 none). 1 to 1,000,000.
     pub burst: u32,
     /// Whether the hedge records its calls on the shared budget. Default
     /// [`BudgetAccounting::Calls`].
@@ -81,14 +83,14 @@ pub enum BudgetAccounting {
 
 impl HedgeConfig {
     /// The defaults: at most 5% extra load (hedge at the p95), a 1 ms floor, 1000-sample
-    /// windows, one hedge per call, a local cap ten hedges deep, calls recorded on the budget.
+    /// windows, one hedge per call, a local cap 100 hedges deep, calls recorded on the budget.
     pub const DEFAULT: HedgeConfig = HedgeConfig {
         max_extra_load_permille: 50,
         min_delay: Duration::from_millis(1),
         window: 1000,
         fixed_delay: None,
         max_hedges: 1,
-        burst: 10,
+        burst: 100,
         accounting: BudgetAccounting::Calls,
     };
 

@@ -14,7 +14,8 @@
 //!   outlive it and get a copy (the paper: hedging at the p95 "limits the additional load to
 //!   approximately 5%"). The quantile comes from the crate's [`DurationHistogram`] (log-linear,
 //!   6.25% error) over windows of [`window`](HedgeConfig::window) original latencies,
-//!   refreshed each time a window fills. A delay is never below
+//!   refreshed each time a window fills, and raised by that error bound so that it is never
+//!   below the exact quantile (a short delay would ask for more hedges than the cap supplies). A delay is never below
 //!   [`min_delay`](HedgeConfig::min_delay) (1 ms, Finagle) nor below one tick of its storage
 //!   (1 µs), so a copy never leaves with its original. The histogram covers every duration up
 //!   to 584 years: there is no fixed bound to fall off (tower #475: a 10 s bound panicked, and
@@ -156,7 +157,7 @@ pub enum NextCopy {
 ///
 /// let hedge = Hedge::new(HedgeConfig::DEFAULT, Unlimited)?;
 /// assert_eq!(hedge.delay(), None, "no delay before the first window of latencies");
-/// assert_eq!(hedge.local_balance_milli(), 10_000, "the local cap starts full: 10 hedges");
+/// assert_eq!(hedge.local_balance_milli(), 100_000, "the local cap starts full: 100 hedges");
 /// # Ok::<(), resilix::hedge::HedgeConfigError>(())
 /// ```
 pub struct Hedge<B: RetryBudget> {
@@ -323,6 +324,9 @@ impl<B: RetryBudget> Hedge<B> {
     fn refresh(&self) {
         let q = decide::histogram_q(self.rank, self.config.window);
         if let Some(v) = self.latency.quantile(q) {
+            // Raised to cover the exact quantile, yet never past the window's maximum (which
+            // bounds it too).
+            let v = decide::never_below_exact(v).min(self.latency.max().unwrap_or(v));
             self.delay
                 .store(decide::delay_word(v, self.floor), Ordering::Relaxed);
         }
