@@ -28,6 +28,7 @@ EXPERIMENTS (default: all)
             a week of diurnal traffic (quiet nights, bursts, an outage) through every
             policy beside its reference model; --quick: one day
   rare-drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
+  hedge     the tail at scale: hedged fan-out requests on the shared budget
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -59,7 +60,7 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 9] = [
+pub const EXPERIMENTS: [&str; 10] = [
     "aws",
     "sre",
     "throttle",
@@ -69,6 +70,7 @@ pub const EXPERIMENTS: [&str; 9] = [
     "little",
     "long-timeline",
     "rare-drops",
+    "hedge",
 ];
 
 pub enum Command {

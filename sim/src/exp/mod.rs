@@ -4,6 +4,7 @@
 pub mod aws;
 pub mod brooker;
 pub mod e2e;
+pub mod hedge;
 pub mod little;
 pub mod long_timeline;
 pub mod quota;
@@ -32,7 +33,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 9] = [
+pub const ALL: [(&str, Experiment); 10] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -42,6 +43,7 @@ pub const ALL: [(&str, Experiment); 9] = [
     ("little", little::run),
     ("long-timeline", long_timeline::run),
     ("rare-drops", rare_drops::run),
+    ("hedge", hedge::run),
 ];
 
 pub fn mean(xs: &[f64]) -> f64 {
