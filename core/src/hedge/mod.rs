@@ -18,8 +18,8 @@
 //!   below the exact quantile (a short delay would ask for more hedges than the cap supplies). A delay is never below
 //!   [`min_delay`](HedgeConfig::min_delay) (1 ms, Finagle) nor below one tick of its storage
 //!   (1 µs), so a copy never leaves with its original. The histogram covers every duration up
-//!   to 584 years: there is no fixed bound to fall off (tower #475: a 10 s bound panicked, and
-//!   in the fix clamps the tail).
+//!   to 584 years: there is no fixed bound to fall off (tower #475: its histogram had a fixed
+//!   10 s bound, fixed in tower PR #484).
 //! * **A local cap on extra load.** Each hedgeable call earns `load` of a hedge, a hedge costs
 //!   one, and the balance holds at most [`burst`](HedgeConfig::burst) hedges: over any run of
 //!   calls, hedges ≤ load × calls + burst, exactly, under any concurrency (a compare-and-swap
