@@ -70,6 +70,7 @@ pub mod execute;
 pub mod fallback;
 mod give_up;
 pub mod inbound;
+pub mod hedge;
 pub mod limiter;
 pub mod observe;
 pub mod permit;

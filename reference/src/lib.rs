@@ -29,6 +29,7 @@ pub mod bulkhead;
 pub mod chaos;
 mod draws;
 pub mod inbound;
+pub mod hedge;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;

@@ -31,6 +31,7 @@ EXPERIMENTS (default: all)
             policy beside its reference model; --quick: one day
   rare-drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
   inbound     a server's own shedding: CoDel's schedule; FIFO vs load shed vs resilix, 0.5×–4×
+  hedge     the tail at scale: hedged fan-out requests on the shared budget
 
 OPTIONS
   --check          exit non-zero if any check is outside its tolerance
@@ -62,7 +63,7 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 11] = [
+pub const EXPERIMENTS: [&str; 12] = [
     "aws",
     "sre",
     "throttle",
@@ -74,6 +75,7 @@ pub const EXPERIMENTS: [&str; 11] = [
     "long-timeline",
     "rare-drops",
     "inbound",
+    "hedge",
 ];
 
 pub enum Command {

@@ -1,3 +1,4 @@
+use core::fmt;
 use core::time::Duration;
 
 use crate::give_up::GiveUpReason;
@@ -79,6 +80,30 @@ pub enum Event {
         /// What was injected.
         injected: Injected,
     },
+    /// A hedge left: a copy of a call still in flight, sent because the call outlived the
+    /// hedge delay. Only copies from 2 on are hedges; the original is copy 1.
+    HedgeSent {
+        /// The copy's number (2 for the first hedge).
+        copy: u32,
+        /// How long after the call began it left.
+        after: Duration,
+    },
+    /// A hedge was due and not sent (the local cap or the shared budget). The copies in
+    /// flight carry on; the call sends no further copy.
+    HedgeRefused {
+        /// The number the copy would have had.
+        copy: u32,
+        /// Which limit refused it.
+        reason: HedgeRefusal,
+    },
+    /// A call that sent at least one hedge ended: whose answer the caller got. The other
+    /// copies were cancelled.
+    HedgeWon {
+        /// The copy whose answer was taken (1 = the original, 2 = the first hedge).
+        copy: u32,
+        /// How many copies were sent, the original included.
+        copies: u32,
+    },
 }
 
 /// Why a call was answered by its fallback.
@@ -139,4 +164,36 @@ pub enum Injected {
     Fault(Verdict),
     /// The call was made; its verdict was replaced by this one.
     Outcome(Verdict),
+}
+
+/// Why a hedge that was due was not sent. The copies in flight carry on either way.
+///
+/// ```
+/// use resilix::hedge::HedgeRefusal;
+///
+/// assert!(HedgeRefusal::Budget.to_string().contains("retry budget"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum HedgeRefusal {
+    /// The hedge's own cap: hedges already reached `max_extra_load` of the calls plus the
+    /// burst.
+    LocalCap,
+    /// The shared retry budget refused it (retries and hedges together spent it).
+    Budget,
+}
+
+impl fmt::Display for HedgeRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HedgeRefusal::LocalCap => {
+                "hedge not sent: hedges already reached max_extra_load of the calls (the \
+                 upstream is slower than its usual tail; raise the load only if it can take it)"
+            }
+            HedgeRefusal::Budget => {
+                "hedge not sent: the shared retry budget is spent (retries and hedges share it; \
+                 the upstream is failing or slow)"
+            }
+        })
+    }
 }

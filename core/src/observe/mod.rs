@@ -23,7 +23,7 @@
 mod event;
 pub mod histogram;
 
-pub use event::{CircuitState, Degradation, Event, Injected, TransitionCause};
+pub use event::{CircuitState, Degradation, Event, HedgeRefusal, Injected, TransitionCause};
 pub use histogram::DurationHistogram;
 
 /// Receives the typed events of policies, pipelines and retry drivers.

@@ -6,6 +6,7 @@ pub mod brooker;
 pub mod brooker_clients;
 pub mod e2e;
 pub mod inbound;
+pub mod hedge;
 pub mod little;
 pub mod long_timeline;
 pub mod quota;
@@ -34,7 +35,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 11] = [
+pub const ALL: [(&str, Experiment); 12] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -46,6 +47,7 @@ pub const ALL: [(&str, Experiment); 11] = [
     ("long-timeline", long_timeline::run),
     ("rare-drops", rare_drops::run),
     ("inbound", inbound::run),
+    ("hedge", hedge::run),
 ];
 
 pub fn mean(xs: &[f64]) -> f64 {
