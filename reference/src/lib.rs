@@ -27,6 +27,7 @@ pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
 mod draws;
+pub mod keyed_breaker;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;
