@@ -108,3 +108,75 @@ fn no_live_entry_is_ever_evicted() {
     table.evict_idle(now);
     assert_eq!(table.len(), open.count_ones() as usize);
 }
+
+/// Threads fail calls on one key while another resets it over and over: calls admitted
+/// before a reset settle late and are ignored, and once everyone stops, one last reset leaves
+/// a clean window (three failures under a minimum of four calls keep it closed).
+#[test]
+fn resets_under_concurrent_admits_leave_a_clean_window() {
+    let config = Config {
+        minimum_calls: 4,
+        open_wait: Duration::from_secs(3600),
+        open_jitter_percent: 0,
+        ..Config::DEFAULT
+    };
+    let table: KeyedBreaker<4> = KeyedBreaker::new(config).unwrap();
+    let now = Instant::from_secs(5);
+    let done = AtomicBool::new(false);
+    let resets = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut rng = SeededRandom::new(99);
+            while !done.load(Ordering::Relaxed) {
+                if table.reset(7, &mut Env::new(now, &mut rng)) {
+                    resets.fetch_add(1, Ordering::Relaxed);
+                }
+                std::thread::yield_now();
+            }
+        });
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (table, resets) = (&table, &resets);
+                s.spawn(move || {
+                    let mut rng = SeededRandom::new(t);
+                    for round in 0..ROUNDS / 4 {
+                        let mut env = Env::new(now, &mut rng);
+                        // One worker also resets, so resets land between admits for sure.
+                        if t == 0 && round % 16 == 0 && table.reset(7, &mut env) {
+                            resets.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if let Ok(p) = table.admit(7, &mut env) {
+                            assert!(!p.is_overflow());
+                            p.settle(&Verdict::Transient, &mut env);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    assert!(resets.load(Ordering::Relaxed) > 0);
+    let mut rng = SeededRandom::new(1);
+    assert!(table.reset(7, &mut Env::new(now, &mut rng)));
+    for _ in 0..3 {
+        let mut env = Env::new(now, &mut rng);
+        table
+            .admit(7, &mut env)
+            .unwrap()
+            .settle(&Verdict::Transient, &mut env);
+    }
+    assert_eq!(table.state(7), Some(CircuitState::Closed));
+    let mut env = Env::new(now, &mut rng);
+    table
+        .admit(7, &mut env)
+        .unwrap()
+        .settle(&Verdict::Transient, &mut env);
+    assert_eq!(
+        table.state(7),
+        Some(CircuitState::Open),
+        "the fourth failure opens it"
+    );
+}

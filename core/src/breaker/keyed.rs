@@ -239,6 +239,80 @@ impl<const N: usize, W: OutcomeWindow> KeyedBreaker<N, W> {
         self.with(key, |_| ()).is_some()
     }
 
+    /// Holds `key`'s circuit open until [`reset`](Self::reset) or [`disable`](Self::disable),
+    /// as [`Breaker::force_open`] (one `CircuitTransition` event, cause `Operator`); the entry
+    /// is then never evicted. A key without an entry is placed first; when it cannot be (every
+    /// candidate entry live, or another thread placing a key at this moment), nothing changes
+    /// and the answer is [`Unplaced`]: the overflow breaker, shared by other keys, is never
+    /// forced by a per-key call (use [`overflow`](Self::overflow) for that).
+    ///
+    /// ```
+    /// use resilix::breaker::{CircuitState, Config, KeyedBreaker};
+    /// use resilix::permit::Env;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::time::Instant;
+    ///
+    /// let t: KeyedBreaker<8> = KeyedBreaker::new(Config::DEFAULT).unwrap();
+    /// let mut rng = SeededRandom::new(1);
+    /// let mut env = Env::new(Instant::from_secs(1), &mut rng);
+    /// t.force_open(3, &mut env).unwrap();
+    /// assert!(t.admit(3, &mut env).is_err());
+    /// assert_eq!(t.evict_idle(env.now), 0, "a forced key stays");
+    /// t.reset(3, &mut env);
+    /// assert_eq!(t.state(3), Some(CircuitState::Closed));
+    /// assert!(t.admit(3, &mut env).is_ok());
+    /// ```
+    pub fn force_open<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        key: u64,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), Unplaced> {
+        self.with_placed(key, env.now, |b| b.force_open(env))
+    }
+
+    /// Bypasses `key`'s breaker (every call admitted, nothing counted: the circuit held
+    /// closed) until [`reset`](Self::reset) or [`force_open`](Self::force_open), as
+    /// [`Breaker::disable`]; the entry is then never evicted. Places the key as
+    /// [`force_open`](Self::force_open) does, or answers [`Unplaced`].
+    pub fn disable<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        key: u64,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), Unplaced> {
+        self.with_placed(key, env.now, |b| b.disable(env))
+    }
+
+    /// Closes `key`'s circuit afresh, as [`Breaker::reset`]: its window, failure streak, wait
+    /// growth and probes are forgotten, not restored (calls in flight settle as late outcomes).
+    /// Emits one event if the key has an entry; a key without one is already as good as new,
+    /// and nothing happens. Answers whether the key had an entry.
+    pub fn reset<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        key: u64,
+        env: &mut Env<'_, R, O>,
+    ) -> bool {
+        self.with(key, |b| b.reset(env)).is_some()
+    }
+
+    fn with_placed<T>(
+        &self,
+        key: u64,
+        now: Instant,
+        f: impl FnOnce(&Breaker<W>) -> T,
+    ) -> Result<T, Unplaced> {
+        let e = self
+            .table
+            .find(key)
+            .or_else(|| {
+                self.table
+                    .insert(key, |e| e.breaker.is_idle(now), |e| e.breaker.renew())
+            })
+            .ok_or(Unplaced)?;
+        let out = f(&e.breaker);
+        e.tag.unpin();
+        Ok(out)
+    }
+
     /// The breaker shared by every key without an entry.
     pub const fn overflow(&self) -> &Breaker<W> {
         &self.overflow
@@ -274,6 +348,20 @@ impl<const N: usize, W: OutcomeWindow> KeyedBreaker<N, W> {
         Some(out)
     }
 }
+
+/// A per-key operator action found no entry for its key and could not place it: every
+/// candidate entry is live, or another thread was placing or evicting a key at that moment
+/// (try again). Nothing was changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unplaced;
+
+impl core::fmt::Display for Unplaced {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("the key has no entry and none is free or idle (or the table was busy): nothing changed")
+    }
+}
+
+impl core::error::Error for Unplaced {}
 
 /// One key of a [`KeyedBreaker`], as a [`Policy`].
 #[derive(Debug)]

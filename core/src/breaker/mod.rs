@@ -154,7 +154,7 @@ mod tests;
 use core::time::Duration;
 
 pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
-pub use self::keyed::{ForKey, KeyedBreaker, KeyedPermit};
+pub use self::keyed::{ForKey, KeyedBreaker, KeyedPermit, Unplaced};
 pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
 pub use crate::observe::{CircuitState, TransitionCause};
 

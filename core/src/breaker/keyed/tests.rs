@@ -6,6 +6,8 @@ use super::*;
 use crate::breaker::{CircuitState, SlowCalls};
 use crate::random::SeededRandom;
 
+extern crate std;
+
 const FAIL: Verdict = Verdict::Transient;
 const OK: Verdict = Verdict::Success;
 const T0: Instant = Instant::from_secs(1);
@@ -177,18 +179,71 @@ fn open_and_half_open_entries_are_never_evicted() {
     assert_eq!(t.evict_idle(far), 1, "closed afresh: idle");
 }
 
+#[derive(Default)]
+struct Log(core::cell::RefCell<std::vec::Vec<(CircuitState, CircuitState)>>);
+
+impl Observer for Log {
+    fn on_event(&self, event: &crate::observe::Event) {
+        if let crate::observe::Event::CircuitTransition {
+            from, to, cause, ..
+        } = *event
+        {
+            assert_eq!(cause, crate::observe::TransitionCause::Operator);
+            self.0.borrow_mut().push((from, to));
+        }
+    }
+}
+
 #[test]
-fn operator_states_are_never_evicted() {
+fn operator_states_are_never_evicted_and_each_change_is_an_event() {
+    use CircuitState::{Closed, Disabled, ForcedOpen};
     let t: KeyedBreaker<1> = KeyedBreaker::new(config()).unwrap();
-    call(&t, A, T0, OK);
+    let log = Log::default();
+    let mut rng = SeededRandom::new(1);
+    let mut env = Env::new(T0, &mut rng).with_observer(&log);
+    t.force_open(A, &mut env).unwrap();
+    assert!(t.admit(A, &mut env).is_err());
+    assert_eq!(t.evict_idle(T0), 0, "forced open");
+    t.disable(A, &mut env).unwrap();
+    assert_eq!(t.evict_idle(T0), 0, "disabled");
+    assert!(t.reset(A, &mut env));
+    assert_eq!(
+        *log.0.borrow(),
+        [
+            (Closed, ForcedOpen),
+            (ForcedOpen, Disabled),
+            (Disabled, Closed)
+        ]
+    );
+    assert_eq!(t.evict_idle(T0), 1, "reset: closed and clean");
+    assert!(!t.reset(A, &mut env), "no entry: nothing to reset");
+    assert_eq!(log.0.borrow().len(), 3);
+}
+
+#[test]
+fn per_key_control_never_forces_the_overflow() {
+    let t: KeyedBreaker<1> = KeyedBreaker::new(config()).unwrap();
     let mut rng = SeededRandom::new(1);
     let mut env = Env::new(T0, &mut rng);
-    t.with(A, |b| b.force_open(&mut env)).unwrap();
-    assert_eq!(t.evict_idle(T0), 0, "forced open");
-    t.with(A, |b| b.disable(&mut env)).unwrap();
-    assert_eq!(t.evict_idle(T0), 0, "disabled");
-    t.with(A, |b| b.reset(&mut env)).unwrap();
-    assert_eq!(t.evict_idle(T0), 1, "reset: closed and clean");
+    t.force_open(A, &mut env).unwrap();
+    assert_eq!(t.force_open(B, &mut env), Err(Unplaced));
+    assert_eq!(t.disable(B, &mut env), Err(Unplaced));
+    assert!(std::string::ToString::to_string(&Unplaced).contains("nothing changed"));
+    assert_eq!(t.overflow().state(), CircuitState::Closed);
+    assert!(t.admit(B, &mut env).unwrap().is_overflow());
+}
+
+#[test]
+fn reset_forgets_the_window_rather_than_restoring_it() {
+    let t: KeyedBreaker<4> = KeyedBreaker::new(config()).unwrap();
+    for _ in 0..3 {
+        call(&t, A, T0, FAIL);
+    }
+    let mut rng = SeededRandom::new(1);
+    assert!(t.reset(A, &mut Env::new(T0, &mut rng)));
+    // Three old failures and one new would open it; one new failure in a clean window does not.
+    call(&t, A, T0, FAIL);
+    assert_eq!(t.state(A), Some(CircuitState::Closed));
 }
 
 #[test]
