@@ -56,6 +56,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+pub(crate) mod keyed;
 pub(crate) mod slots;
 pub(crate) mod sync;
 pub(crate) mod window;

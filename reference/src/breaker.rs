@@ -198,6 +198,13 @@ pub struct Ticket {
     admitted_at: u64,
 }
 
+impl Ticket {
+    /// Whether the call is a half-open probe.
+    pub fn is_probe(&self) -> bool {
+        self.probe
+    }
+}
+
 /// The reference breaker.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -268,6 +275,17 @@ impl Model {
             State::HalfOpen { in_flight, .. } => u32::from(in_flight),
             _ => 0,
         }
+    }
+
+    /// Whether forgetting this breaker at `now` loses nothing a keyed table must keep:
+    /// closed, no failure or slow call in the window, and no failure streak where a streak
+    /// opens the circuit.
+    pub fn is_idle(&self, now: Instant) -> bool {
+        let (_, failures, slow) = self.window.totals(now.as_nanos());
+        matches!(self.state, State::Closed)
+            && failures == 0
+            && slow == 0
+            && (self.config.consecutive_failures.is_none() || self.run_of_failures == 0)
     }
 
     /// The open wait after `reopens` consecutive re-opens, jitter drawn from `rng`.

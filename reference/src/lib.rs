@@ -30,6 +30,7 @@ pub mod chaos;
 mod draws;
 pub mod inbound;
 pub mod hedge;
+pub mod keyed_breaker;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;

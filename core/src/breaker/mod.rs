@@ -141,6 +141,7 @@
 
 mod config;
 mod decide;
+mod keyed;
 mod window;
 mod word;
 
@@ -150,6 +151,7 @@ mod tests;
 use core::time::Duration;
 
 pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
+pub use self::keyed::{ForKey, KeyedBreaker, KeyedPermit, Unplaced};
 pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
 pub use crate::observe::{CircuitState, TransitionCause};
 

@@ -2,30 +2,19 @@ use super::AcquireError;
 use super::gcra::{Decision, Gcra, TICK_BITS, TICK_MASK, era_count};
 use super::limiter::RateLimitPermit;
 use super::rate::{RateLimitConfig, RateLimitConfigError};
+use crate::keyed::{KeyTable, Slot, Tag};
 use crate::observe::Observer;
 use crate::permit::{Env, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
-use crate::sync::{AtomicBool, AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 use crate::time::Instant;
 use crate::time::era::Era;
 
-/// How many consecutive entries, from a key's home entry, may hold that key.
-const PROBES: usize = 8;
-
-// An entry's tag: the state in the top two bits, the number of pinned readers below.
-const STATE_MASK: u32 = 0b11 << 30;
-const FREE: u32 = 0;
-const LIVE: u32 = 1 << 30;
-/// Being written or evicted by the holder of the table's writer flag.
-const RESERVED: u32 = 2 << 30;
-const MAX_PINS: u32 = (1 << 30) - 1;
-
 #[derive(Debug)]
 struct Entry {
-    tag: AtomicU32,
-    key_lo: AtomicU32,
-    key_hi: AtomicU32,
+    /// The key and the entry's state (see `crate::keyed`).
+    tag: Tag,
     /// The bucket's TAT, low 31 bits.
     tat: AtomicU32,
     /// Its era (see `time::era`): covered before each compare-and-swap on `tat`, read after
@@ -36,33 +25,14 @@ struct Entry {
 impl Entry {
     crate::sync::const_fn_unless_loom! {
         fn new() -> Self {
-            Entry {
-                tag: AtomicU32::new(FREE),
-                key_lo: AtomicU32::new(0),
-                key_hi: AtomicU32::new(0),
-                tat: AtomicU32::new(0),
-                era: Era::new(),
-            }
+            Entry { tag: Tag::new(), tat: AtomicU32::new(0), era: Era::new() }
         }
     }
+}
 
-    fn key(&self) -> u64 {
-        let lo = self.key_lo.load(Ordering::Acquire) as u64;
-        let hi = self.key_hi.load(Ordering::Acquire) as u64;
-        (hi << 32) | lo
-    }
-
-    /// Pins a live entry so it cannot be evicted while its bucket is used.
-    fn pin(&self) -> bool {
-        self.tag
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |t| {
-                (t & STATE_MASK == LIVE && t & !STATE_MASK < MAX_PINS).then_some(t + 1)
-            })
-            .is_ok()
-    }
-
-    fn unpin(&self) {
-        self.tag.fetch_sub(1, Ordering::Release);
+impl Slot for Entry {
+    fn tag(&self) -> &Tag {
+        &self.tag
     }
 }
 
@@ -122,10 +92,9 @@ fn new_entries<const N: usize>() -> [Entry; N] {
 #[derive(Debug)]
 pub struct KeyedRateLimiter<const N: usize> {
     gcra: Gcra,
-    writer: AtomicBool,
     overflow: AtomicU32,
     overflow_era: Era,
-    entries: [Entry; N],
+    table: KeyTable<Entry, N>,
 }
 
 impl<const N: usize> KeyedRateLimiter<N> {
@@ -151,10 +120,9 @@ impl<const N: usize> KeyedRateLimiter<N> {
             };
             Ok(KeyedRateLimiter {
                 gcra,
-                writer: AtomicBool::new(false),
                 overflow: AtomicU32::new(0),
                 overflow_era: Era::new(),
-                entries: new_entries(),
+                table: KeyTable::new(new_entries()),
             })
         }
     }
@@ -182,14 +150,14 @@ impl<const N: usize> KeyedRateLimiter<N> {
                 burst: self.gcra.burst,
             });
         }
-        let entry = match self.find(key) {
+        let entry = match self.table.find(key) {
             Some(e) => Some(e),
             None => self.insert(key, now),
         };
         match entry {
             Some(e) => {
                 let result = self.acquire_on(&e.tat, &e.era, now, n);
-                e.unpin();
+                e.tag.unpin();
                 result
             }
             None => self.acquire_on(&self.overflow, &self.overflow_era, now, n),
@@ -205,26 +173,12 @@ impl<const N: usize> KeyedRateLimiter<N> {
     /// Frees every entry whose bucket is full at `now`; returns how many. Returns 0 without
     /// doing anything if another thread is inserting or evicting at this moment.
     pub fn evict_idle(&self, now: Instant) -> usize {
-        if !self.lock_writer() {
-            return 0;
-        }
-        let mut evicted = 0;
-        for e in &self.entries {
-            if self.try_reserve_idle(e, now) {
-                e.tag.store(FREE, Ordering::Release);
-                evicted += 1;
-            }
-        }
-        self.writer.store(false, Ordering::Release);
-        evicted
+        self.table.evict(|e| self.is_full(e, now))
     }
 
     /// How many keys hold an entry now (a snapshot).
     pub fn len(&self) -> usize {
-        self.entries
-            .iter()
-            .filter(|e| e.tag.load(Ordering::Acquire) & STATE_MASK == LIVE)
-            .count()
+        self.table.len()
     }
 
     /// Whether no key holds an entry (a snapshot).
@@ -245,102 +199,36 @@ impl<const N: usize> KeyedRateLimiter<N> {
             let low = tat.load(Ordering::Acquire) & TICK_MASK;
             self.gcra.available(low, era.read(), at)
         };
-        match self.find(key) {
+        match self.table.find(key) {
             Some(e) => {
                 let a = read(&e.tat, &e.era);
-                e.unpin();
+                e.tag.unpin();
                 a
             }
             None => read(&self.overflow, &self.overflow_era),
         }
     }
 
-    fn candidates(&self, key: u64) -> impl Iterator<Item = &Entry> {
-        // Fibonacci hashing: the top bits of key × 2^64/φ spread sequential ids.
-        // N ≥ 1 (checked by `new`).
-        let home = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % N;
-        (0..PROBES.min(N)).map(move |i| &self.entries[(home + i) % N])
-    }
-
-    /// The entry holding `key`, pinned.
-    fn find(&self, key: u64) -> Option<&Entry> {
-        for e in self.candidates(key) {
-            if e.tag.load(Ordering::Acquire) & STATE_MASK != LIVE || e.key() != key {
-                continue;
-            }
-            if e.pin() {
-                // Keys change only while an entry is reserved with no pins: now stable.
-                if e.key() == key {
-                    return Some(e);
-                }
-                e.unpin();
-            }
-        }
-        None
-    }
-
     /// Gives `key` an entry (pinned), or `None` when the table is full of active keys or
-    /// another thread holds the writer flag.
+    /// another thread is placing or evicting a key.
     fn insert(&self, key: u64, now: Instant) -> Option<&Entry> {
-        if !self.lock_writer() {
-            return None;
-        }
-        // Another writer may have inserted it between our search and the flag.
-        let found = self.find(key).or_else(|| {
-            let entry = self
-                .candidates(key)
-                .find(|e| {
-                    e.tag
-                        .compare_exchange(FREE, RESERVED, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                })
-                .or_else(|| self.candidates(key).find(|e| self.try_reserve_idle(e, now)))?;
-            entry.key_lo.store(key as u32, Ordering::Release);
-            entry.key_hi.store((key >> 32) as u32, Ordering::Release);
-            // The entry is ours alone (reserved, unpinned): era and TAT set outright, era
-            // first, to a bucket full at `now`.
-            entry.era.set(era_count(now), TICK_BITS);
-            entry
-                .tat
-                .store(self.gcra.full(self.gcra.now(now)), Ordering::Release);
-            // Live, with our own pin.
-            entry.tag.store(LIVE | 1, Ordering::Release);
-            Some(entry)
-        });
-        self.writer.store(false, Ordering::Release);
-        found
+        self.table.insert(
+            key,
+            |e| self.is_full(e, now),
+            |e| {
+                // The entry is ours alone (reserved, unpinned): era and TAT set outright, era
+                // first, to a bucket full at `now`.
+                e.era.set(era_count(now), TICK_BITS);
+                e.tat
+                    .store(self.gcra.full(self.gcra.now(now)), Ordering::Release);
+            },
+        )
     }
 
-    /// Reserves a live, unpinned entry whose bucket is full at `now`. Writer flag held.
-    fn try_reserve_idle(&self, e: &Entry, now: Instant) -> bool {
-        let at = self.gcra.now(now);
-        let full = || {
-            let low = e.tat.load(Ordering::Acquire) & TICK_MASK;
-            self.gcra.is_full(low, e.era.read(), at)
-        };
-        if !full() {
-            return false;
-        }
-        if e.tag
-            .compare_exchange(LIVE, RESERVED, Ordering::AcqRel, Ordering::Relaxed)
-            .is_err()
-        {
-            return false;
-        }
-        // A reader may have pinned, spent and unpinned between the check and the swap; with
-        // the entry reserved nobody can pin it any more, so this second look is final.
-        if full() {
-            true
-        } else {
-            e.tag.store(LIVE, Ordering::Release);
-            false
-        }
-    }
-
-    fn lock_writer(&self) -> bool {
-        self.writer
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+    /// Whether `e`'s bucket is full at `now`: an idle key, indistinguishable from a new one.
+    fn is_full(&self, e: &Entry, now: Instant) -> bool {
+        let low = e.tat.load(Ordering::Acquire) & TICK_MASK;
+        self.gcra.is_full(low, e.era.read(), self.gcra.now(now))
     }
 
     fn acquire_on(
