@@ -122,5 +122,8 @@ fn the_admit_path_allocates_nothing() {
     });
     assert_eq!(n, 0, "allocations in 10,000 refusals");
     // The counter counts: a control.
-    assert_eq!(allocations_in(|| drop(std::hint::black_box(Box::new(1u64)))), 1);
+    assert_eq!(
+        allocations_in(|| drop(std::hint::black_box(Box::new(1u64)))),
+        1
+    );
 }
