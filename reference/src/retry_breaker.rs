@@ -4,7 +4,7 @@
 //! which counts first; it is granted while `attempts < min_attempts` or
 //! `failures × 1000 ≤ permille × attempts`, and a granted retry is an attempt.
 //!
-//! [`RetryBreakerTwin`] is the budgets' [`BudgetTwin`](crate::budget::BudgetTwin): it plays the
+//! [`RetryBreakerTwin`] is the budgets' [`BudgetTwin`]: it plays the
 //! retry policy's part, so the real breaker and this model hear the same calls at the same
 //! instants, and their grants and books (attempts, failures in the window) must agree.
 
