@@ -111,8 +111,9 @@ pub trait Backlog {
 
 impl Inbound {
     /// The next dispatch step at `now` (the dequeue rule: expire, most critical class, oldest
-    /// or newest while standing, deadline, CoDel). Advances `codel` when it judges a candidate or finds the backlog empty; call it only with a slot in hand
-    /// (or with an empty backlog), and apply its decision before the next step.
+    /// or newest while standing, deadline, CoDel). Advances `codel` when it judges a candidate
+    /// or finds the backlog empty; call it only with a slot in hand (or with an empty
+    /// backlog), and apply its decision before the next step.
     pub fn next_step<B: Backlog + ?Sized>(
         &self,
         codel: &mut Codel,
