@@ -81,7 +81,7 @@ fn grpc_charges_race_exactly() {
 fn ratio_budget_two_spends_one_allowed() {
     loom::model(|| {
         let b: Arc<RatioBudget<1>> = Arc::new(
-            RatioBudget::new(RatioBudgetConfig {
+            RatioBudget::with_buckets(RatioBudgetConfig {
                 max_retry_permille: 100,
                 min_retries_per_window: 1,
                 window: Duration::from_secs(10),
