@@ -636,16 +636,7 @@ where
         Fut::Output: Clone,
         C: Classify<Fut::Output>,
     {
-        let result = execute(
-            self.pipeline.as_pipeline(),
-            &self.timer,
-            rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            operation,
-        )
-        .await;
+        let result = self.execute_output_with_rng(rng, options, operation).await;
         fallback.resolve(result, &self.classifier, |cause| {
             self.observer.on_event(&Event::FallbackServed { cause })
         })
