@@ -16,8 +16,7 @@
 //! recorded as unretried; a success is recorded with the kind of failure retried last. Both
 //! budgets hear the same calls at the same instants; their grants and books must agree.
 
-use std::collections::BTreeMap;
-
+use crate::window::Periods;
 use resilix::random::Random;
 use resilix::retry::budget::{
     Charge, RatioBudget, RatioBudgetConfig, RetryBudget, RetrySuccess, TokenBucket,
@@ -67,40 +66,22 @@ impl Books for TokenBucket {
 pub struct RatioModel {
     permille: u64,
     floor: u64,
-    /// `window / B`, rounded up.
-    bucket_nanos: u64,
-    buckets: u64,
-    /// Full period number → (first attempts, retries).
-    periods: BTreeMap<u64, (u64, u64)>,
+    /// (first attempts, retries) per bucket period.
+    window: Periods,
 }
 
 impl RatioModel {
     /// The model of a `RatioBudget<buckets>` with `config` (one the real budget accepts).
     pub fn new(config: &RatioBudgetConfig, buckets: usize) -> RatioModel {
-        let buckets = buckets as u64;
         RatioModel {
             permille: u64::from(config.max_retry_permille),
             floor: u64::from(config.min_retries_per_window),
-            bucket_nanos: config
-                .window
-                .as_nanos()
-                .div_ceil(u128::from(buckets))
-                .min(u128::from(u64::MAX)) as u64,
-            buckets,
-            periods: BTreeMap::new(),
+            window: Periods::new(config.window, buckets),
         }
     }
 
-    fn period(&self, now: Instant) -> u64 {
-        now.as_nanos() / self.bucket_nanos
-    }
-
     fn totals(&self, now: Instant) -> (u64, u64) {
-        let current = self.period(now);
-        let oldest = current.saturating_sub(self.buckets - 1);
-        self.periods
-            .range(oldest..=current)
-            .fold((0, 0), |(f, r), (_, (df, dr))| (f + df, r + dr))
+        self.window.totals(now)
     }
 
     /// How many retries the window allows at `now`, in total.
@@ -110,17 +91,7 @@ impl RatioModel {
     }
 
     fn add(&mut self, now: Instant, firsts: u64, retries: u64) {
-        let period = self.period(now);
-        let e = self.periods.entry(period).or_insert((0, 0));
-        e.0 += firsts;
-        e.1 += retries;
-        let oldest = period.saturating_sub(self.buckets - 1);
-        while let Some((&p, _)) = self.periods.first_key_value() {
-            if p >= oldest {
-                break;
-            }
-            self.periods.remove(&p);
-        }
+        self.window.add(now, firsts, retries);
     }
 }
 

@@ -40,6 +40,7 @@ pub mod throttler;
 pub mod timeline;
 pub mod traffic;
 pub mod twin;
+mod window;
 
 pub use timeline::{Gaps, Timeline};
 pub use traffic::Scenario;

@@ -8,8 +8,7 @@
 //! retry policy's part, so the real breaker and this model hear the same calls at the same
 //! instants, and their grants and books (attempts, failures in the window) must agree.
 
-use std::collections::BTreeMap;
-
+use crate::window::Periods;
 use resilix::retry::budget::{RetryBreaker, RetryBreakerConfig};
 use resilix::time::Instant;
 use resilix::verdict::VerdictKind;
@@ -28,54 +27,26 @@ impl<const B: usize> Books for RetryBreaker<B> {
 pub struct RetryBreakerModel {
     permille: u64,
     min_attempts: u64,
-    /// `window / B`, rounded up.
-    bucket_nanos: u64,
-    buckets: u64,
-    /// Full period number → (attempts, failures).
-    periods: BTreeMap<u64, (u64, u64)>,
+    /// (attempts, failures) per bucket period.
+    window: Periods,
 }
 
 impl RetryBreakerModel {
     /// The model of a `RetryBreaker<buckets>` with `config` (one the real breaker accepts).
     pub fn new(config: &RetryBreakerConfig, buckets: usize) -> RetryBreakerModel {
-        let buckets = buckets as u64;
         RetryBreakerModel {
             permille: u64::from(config.max_failure_permille),
             min_attempts: u64::from(config.min_attempts),
-            bucket_nanos: config
-                .window
-                .as_nanos()
-                .div_ceil(u128::from(buckets))
-                .min(u128::from(u64::MAX)) as u64,
-            buckets,
-            periods: BTreeMap::new(),
+            window: Periods::new(config.window, buckets),
         }
-    }
-
-    fn period(&self, now: Instant) -> u64 {
-        now.as_nanos() / self.bucket_nanos
     }
 
     fn totals(&self, now: Instant) -> (u64, u64) {
-        let current = self.period(now);
-        let oldest = current.saturating_sub(self.buckets - 1);
-        self.periods
-            .range(oldest..=current)
-            .fold((0, 0), |(a, f), (_, (da, df))| (a + da, f + df))
+        self.window.totals(now)
     }
 
     fn add(&mut self, now: Instant, attempts: u64, failures: u64) {
-        let period = self.period(now);
-        let e = self.periods.entry(period).or_insert((0, 0));
-        e.0 += attempts;
-        e.1 += failures;
-        let oldest = period.saturating_sub(self.buckets - 1);
-        while let Some((&p, _)) = self.periods.first_key_value() {
-            if p >= oldest {
-                break;
-            }
-            self.periods.remove(&p);
-        }
+        self.window.add(now, attempts, failures);
     }
 
     /// Whether the window at `now` allows a retry (its counts already hold the failure).

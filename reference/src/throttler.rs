@@ -19,7 +19,7 @@
 //! and counts in `u64` (the real counters saturate at `u32::MAX`, which no run reaches).
 
 use crate::draws::Recorder;
-use std::collections::BTreeMap;
+use crate::window::Periods;
 
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::Random;
@@ -44,42 +44,25 @@ pub struct ThrottlerModel {
     cap_millionths: u128,
     min_requests: u64,
     local_rejections: LocalRejections,
-    /// `window / B`, rounded up.
-    bucket_nanos: u64,
-    buckets: u64,
-    /// Full period number → (requests, accepts).
-    periods: BTreeMap<u64, (u64, u64)>,
+    /// (requests, accepts) per bucket period.
+    window: Periods,
 }
 
 impl ThrottlerModel {
     /// The model of a `Throttler<buckets>` with `config` (a config the real one accepts).
     pub fn new(config: &ThrottlerConfig, buckets: usize) -> ThrottlerModel {
-        let window = config.window.as_nanos();
-        let buckets = buckets as u64;
         ThrottlerModel {
             k_millionths: (config.accepts_multiplier * 1e6 + 0.5) as u64 as u128,
             cap_millionths: (config.max_rejection_rate * 1e6 + 0.5) as u64 as u128,
             min_requests: u64::from(config.min_requests),
             local_rejections: config.local_rejections,
-            bucket_nanos: window
-                .div_ceil(u128::from(buckets))
-                .min(u128::from(u64::MAX)) as u64,
-            buckets,
-            periods: BTreeMap::new(),
+            window: Periods::new(config.window, buckets),
         }
-    }
-
-    fn period(&self, now: Instant) -> u64 {
-        now.as_nanos() / self.bucket_nanos
     }
 
     /// `(requests, accepts)` of the calls whose period is one of the last `B` at `now`.
     pub fn counts(&self, now: Instant) -> (u64, u64) {
-        let current = self.period(now);
-        let oldest = current.saturating_sub(self.buckets - 1);
-        self.periods
-            .range(oldest..=current)
-            .fold((0, 0), |(r, a), (_, (dr, da))| (r + dr, a + da))
+        self.window.totals(now)
     }
 
     /// The shedding probability at `now`, as `(numerator, denominator)`; `(0, 1)` for never.
@@ -103,18 +86,7 @@ impl ThrottlerModel {
     }
 
     fn add(&mut self, now: Instant, requests: u64, accepts: u64) {
-        let period = self.period(now);
-        let e = self.periods.entry(period).or_insert((0, 0));
-        e.0 += requests;
-        e.1 += accepts;
-        // Forget what can never be counted again (time only moves forward).
-        let oldest = period.saturating_sub(self.buckets - 1);
-        while let Some((&p, _)) = self.periods.first_key_value() {
-            if p >= oldest {
-                break;
-            }
-            self.periods.remove(&p);
-        }
+        self.window.add(now, requests, accepts);
     }
 
     /// A call arrives at `now`: admitted, or shed with probability P drawn from `rng`.
