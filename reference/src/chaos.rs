@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
+use crate::draws::Recorder;
 use resilix::chaos::{Chaos, ChaosConfig, Injected, Injection};
 use resilix::observe::{Event, Observer};
 use resilix::permit::Env;
@@ -56,41 +57,6 @@ impl ChaosModel {
             None => Self::hit(self.config.outcome_ppm, rng).then_some(self.config.outcome),
         };
         (latency, fault, outcome)
-    }
-}
-
-/// Records the raw draws of the real decision.
-struct Recorder<'r> {
-    inner: &'r mut dyn Random,
-    drawn: Vec<u32>,
-}
-
-impl Random for Recorder<'_> {
-    fn next_u32(&mut self) -> u32 {
-        let v = self.inner.next_u32();
-        self.drawn.push(v);
-        v
-    }
-}
-
-/// Replays recorded draws, counting any asked for beyond them.
-struct Replay<'d> {
-    drawn: &'d [u32],
-    beyond: usize,
-}
-
-impl Random for Replay<'_> {
-    fn next_u32(&mut self) -> u32 {
-        match self.drawn.split_first() {
-            Some((&v, rest)) => {
-                self.drawn = rest;
-                v
-            }
-            None => {
-                self.beyond += 1;
-                u32::MAX
-            }
-        }
     }
 }
 
@@ -145,26 +111,13 @@ impl<'a> ChaosTwin<'a> {
     /// Both decide one attempt on the same draws; the injection, or the disagreement.
     pub fn decide(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Injection, String> {
         let log = Log::default();
-        let mut rec = Recorder {
-            inner: rng,
-            drawn: Vec::new(),
-        };
+        let mut rec = Recorder::new(rng);
         let real = {
             let mut env = Env::new(now, &mut rec).with_observer(&log);
             self.real.decide(&mut env)
         };
-        let mut replay = Replay {
-            drawn: &rec.drawn,
-            beyond: 0,
-        };
-        let (latency, fault, outcome) = self.model.decide(&mut replay);
-        if !replay.drawn.is_empty() || replay.beyond > 0 {
-            return Err(format!(
-                "draws: real {}, model {}",
-                rec.drawn.len(),
-                rec.drawn.len() - replay.drawn.len() + replay.beyond
-            ));
-        }
+        let model = &self.model;
+        let (latency, fault, outcome) = rec.replay("chaos decision", |r| model.decide(r))?;
         let model = Injection {
             latency,
             fault,
