@@ -15,6 +15,9 @@ real resilix policies on a simulated timeline.
 USAGE
   sim [EXPERIMENT...] [--check] [--quick] [--out DIR] [--seeds N] [--master SEED]
   sim run [OPTIONS]          one custom run, printed and written as CSV/JSON
+  sim scenario FILE.toml [--quick] [--check] [--out DIR] [--pipeline P.toml]
+               [--compare P.toml] [--seed N] [--quiet]
+                             your pipeline against your upstream (see sim/scenarios/)
 
 EXPERIMENTS (default: all)
   aws       AWS backoff and jitter, OCC model, N = 10..190, five strategies
@@ -60,6 +63,18 @@ value, or a flag the chosen model or setting does not use, is refused (--model o
   --throttler T    off | sre | failsafe [off]    --k K  accepts multiplier [2]
   --seeds N        [1]              --master SEED  [2015]
   --out DIR        [sim-out]
+
+sim scenario FILE.toml: clients, an upstream with episodes over time, the pipeline and
+assertions, all in the file (sim/scenarios/*.toml are examples). Writes report.md, SVG plots
+and CSV series; prints a summary and each assertion's measured value.
+  --quick          apply the file's [quick] overlay (a shorter or lighter run for CI)
+  --check          exit 1 if an assertion fails for the (first) pipeline
+  --out DIR        the report directory [sim-out/<file name>]
+  --pipeline P     run this pipeline instead of the file's [pipeline] (a file holding the
+                   pipeline table, or a scenario whose [pipeline] is used)
+  --compare P      also run pipeline P on the same scenario and seed, side by side
+  --seed N         the master seed [the file's run.seed, or 1]
+  --quiet          no progress on stderr (shown only on a terminal, for runs over 2 s)
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
@@ -82,6 +97,7 @@ pub enum Command {
     Help,
     Experiments(ExpOptions),
     Custom(Box<RunOptions>),
+    Scenario(Box<crate::scenario::Options>),
 }
 
 pub struct ExpOptions {
@@ -216,6 +232,9 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     {
         return Ok(Command::Help);
     }
+    if args.first().map(String::as_str) == Some("scenario") {
+        return parse_scenario(&args[1..]).map(|o| Command::Scenario(Box::new(o)));
+    }
     if args.first().map(String::as_str) == Some("run") {
         return parse_run(&args[1..]).map(|o| Command::Custom(Box::new(o)));
     }
@@ -253,6 +272,74 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         return Err("--seeds must be at least 1".into());
     }
     Ok(Command::Experiments(o))
+}
+
+/// The flags of `sim scenario`.
+pub const SCENARIO_FLAGS: [&str; 7] = [
+    "--quick",
+    "--check",
+    "--quiet",
+    "--out",
+    "--pipeline",
+    "--compare",
+    "--seed",
+];
+
+fn parse_scenario(args: &[String]) -> Result<crate::scenario::Options, String> {
+    let mut file = None;
+    let mut o = crate::scenario::Options {
+        file: PathBuf::new(),
+        quick: false,
+        check: false,
+        out: None,
+        pipeline: None,
+        compare: None,
+        seed: None,
+        quiet: false,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .filter(|v| !v.starts_with("--"))
+                .cloned()
+                .ok_or(format!("{flag} needs a value"))
+        };
+        if a.starts_with('-') {
+            if seen.contains(&a.as_str()) {
+                return Err(format!("{a} given twice"));
+            }
+            seen.push(a.as_str());
+        }
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--check" => o.check = true,
+            "--quiet" => o.quiet = true,
+            "--out" => o.out = Some(PathBuf::from(value(a)?)),
+            "--pipeline" => o.pipeline = Some(PathBuf::from(value(a)?)),
+            "--compare" => o.compare = Some(PathBuf::from(value(a)?)),
+            "--seed" => o.seed = Some(num(a, &value(a)?)?),
+            flag if flag.starts_with('-') => {
+                return Err(format!(
+                    "unknown option {flag} for sim scenario: expected one of {}",
+                    SCENARIO_FLAGS.join(", ")
+                ));
+            }
+            path => {
+                if file.is_some() {
+                    return Err(format!(
+                        "sim scenario takes one scenario file; {path:?} is a second (use --compare \
+                         for a second pipeline)"
+                    ));
+                }
+                file = Some(PathBuf::from(path));
+            }
+        }
+    }
+    o.file =
+        file.ok_or("sim scenario needs a scenario file, e.g. sim/scenarios/retry-storm.toml")?;
+    Ok(o)
 }
 
 fn parse_run(args: &[String]) -> Result<RunOptions, String> {
@@ -480,6 +567,35 @@ mod tests {
         }
         // The order of the flags does not matter: the check runs after all are read.
         assert!(refusal("run --budget ratio --model occ").starts_with("--budget"));
+    }
+
+    #[test]
+    fn scenario_options_are_read_and_mistakes_named() {
+        let Ok(Command::Scenario(o)) = parse(&args(
+            "scenario s.toml --quick --check --out d --compare b.toml --pipeline a.toml --seed 7 --quiet",
+        )) else {
+            panic!()
+        };
+        assert_eq!(o.file, PathBuf::from("s.toml"));
+        assert!(o.quick && o.check && o.quiet);
+        assert_eq!(o.seed, Some(7));
+        assert_eq!(o.compare, Some(PathBuf::from("b.toml")));
+        assert_eq!(o.pipeline, Some(PathBuf::from("a.toml")));
+        for (s, says) in [
+            ("scenario", "needs a scenario file"),
+            ("scenario a.toml b.toml", "use --compare"),
+            (
+                "scenario a.toml --fast",
+                "expected one of --quick, --check, --quiet, --out",
+            ),
+            ("scenario a.toml --seed", "--seed needs a value"),
+            ("scenario a.toml --seed x", "--seed: cannot read"),
+            ("scenario a.toml --out --quick", "--out needs a value"),
+            ("scenario a.toml --quick --quick", "given twice"),
+        ] {
+            let e = refusal(s);
+            assert!(e.contains(says), "{s}: {e}");
+        }
     }
 
     /// Every flag is still accepted where it applies.

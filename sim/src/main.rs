@@ -22,6 +22,7 @@ mod occ;
 mod queue;
 mod report;
 mod rng;
+mod scenario;
 mod stack;
 mod svg;
 mod upstream;
@@ -43,6 +44,17 @@ fn main() -> ExitCode {
         Ok(cli::Command::Help) => {
             println!("{}", cli::HELP);
             ExitCode::SUCCESS
+        }
+        Ok(cli::Command::Scenario(opts)) => {
+            let command = format!("sim {}", args.join(" "));
+            match scenario::main(&opts, &command) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("sim scenario: {e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         #[cfg(not(feature = "experiments"))]
         Ok(_) => {
