@@ -64,8 +64,17 @@ fn esc(s: &str) -> String {
 
 impl Chart {
     pub fn render(&self) -> String {
-        let (w, h) = (760.0, 440.0);
-        let (left, right, top, bottom) = (80.0, 190.0, 40.0, 60.0);
+        // The legend column grows with the longest name (about 6.6 px a character at 12 px)
+        // rather than cutting it off; charts whose names fit keep the 760 px width.
+        let longest = self
+            .series
+            .iter()
+            .map(|s| s.name.chars().count())
+            .max()
+            .unwrap_or(0) as f64;
+        let right = (40.0 + 6.6 * longest).max(190.0);
+        let (w, h) = (570.0 + right, 440.0);
+        let (left, top, bottom) = (80.0, 40.0, 60.0);
         let pw = w - left - right;
         let ph = h - top - bottom;
         let pts = self.series.iter().flat_map(|s| s.points.iter());

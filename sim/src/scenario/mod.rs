@@ -367,6 +367,12 @@ fn time_unit(secs: f64) -> (f64, &'static str) {
 fn chart(o: &Outcome, title: &str, y: &str, lines: &[(Metric, &str)]) -> Chart {
     let (scale, x_label) = time_unit(o.scenario.run.duration.secs());
     let mut series = Vec::new();
+    let offered = |r: &Run| -> Vec<Option<f64>> {
+        (0..r.out.buckets.len())
+            .map(|i| value(&r.out, Metric::Offered, None, i..i + 1))
+            .collect()
+    };
+    let offered_shared = o.runs.iter().all(|r| offered(r) == offered(&o.runs[0]));
     for r in &o.runs {
         let w = r.out.bucket.as_secs_f64();
         for (m, name) in lines {
@@ -378,10 +384,17 @@ fn chart(o: &Outcome, title: &str, y: &str, lines: &[(Metric, &str)]) -> Chart {
                     value(&r.out, *m, None, i..i + 1).map(|v| (((i as f64) + 0.5) * w / scale, v))
                 })
                 .collect();
-            let label = if o.runs.len() > 1 {
-                format!("{}: {name}", r.label)
-            } else {
+            // The same open-loop arrivals reach every pipeline: one line says so.
+            let shared = *m == Metric::Offered && offered_shared;
+            if shared && !std::ptr::eq(r, &o.runs[0]) {
+                continue;
+            }
+            let label = if o.runs.len() == 1 || shared {
                 name.to_string()
+            } else if lines.len() == 1 {
+                r.label.clone()
+            } else {
+                format!("{}: {name}", r.label)
             };
             series.push(Series {
                 name: label,
