@@ -255,10 +255,12 @@ where
 ///
 /// The `Layer` checks it where `ServiceBuilder::service` builds the service, with concrete
 /// types; the service keeps only a function pointer to [`Serve::serve`], so `Service` and its
-/// future carry no bound on the policies. (With such bounds there, proving a spawned
-/// `async { svc.oneshot(..).await }` `Send` fails for inner errors that are
-/// `Box<dyn Error>`: rustc checks them with every lifetime erased, and cannot prove
-/// `'static` bounds then.)
+/// future carry no bound on the policies. With this bound on the `Service` impl instead, a
+/// spawned `async { svc.oneshot(..).await }` does not compile for a pipeline of `&'static`
+/// policies ("implementation of `Policy` is not general enough") nor for an inner error that
+/// is a `BoxError` ("implementation of `From` is not general enough"): rustc proves a spawned
+/// future `Send` with every lifetime erased, and these bounds do not hold for every lifetime.
+/// (The same is why [`Static`](crate::Static) exists for `Resilience::execute`.)
 pub trait Serve<S: Service<Req>, Req, W> {
     /// Runs one request through the pipeline.
     fn serve(
