@@ -30,6 +30,11 @@
 //!   Parse errors (syntax, types, unknown fields, durations) carry the line and column too.
 //! * **Sharing**: a budget named by several retries is one `Arc`; every policy sits in its own
 //!   `Arc` so a reload can keep the ones that did not change.
+//! * **Reloading** ([`Live`], [`Reloader`]): a config that fails to read or validate is
+//!   refused and the last good one stays live (static stability), with a `ConfigRejected`
+//!   event; a good one is swapped in, keeping every policy whose table did not change (the
+//!   same `Arc`, its state) and building fresh every one whose table did. Readers never lock.
+//!   `examples/reload` serves traffic through it while the file changes.
 //!
 //! ```
 //! use resilix::call::CallOptions;
@@ -58,6 +63,7 @@
 
 pub mod duration;
 mod error;
+mod live;
 mod parse;
 mod pipeline;
 pub mod policy;
@@ -71,12 +77,43 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use crate::error::{ConfigError, Location, Problem};
+pub use crate::live::{Change, ChangeKind, Live, ReloadEvent, Reloader, Status};
 pub use crate::pipeline::{ConfiguredPipeline, Pipelines};
 pub use crate::policy::{Budget, ConfiguredBreaker, ConfiguredBudget, ConfiguredRetry};
 pub use crate::value::{ConfigDuration, Switch, TokenAmount};
 
 use crate::error::join;
 use crate::section::{BudgetSection, PipelineConfig};
+
+/// The formats this build reads (each behind the crate feature of its name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// TOML (feature `toml`).
+    #[cfg(feature = "toml")]
+    Toml,
+    /// JSON (feature `json`).
+    #[cfg(feature = "json")]
+    Json,
+}
+
+impl Format {
+    /// The format a file's extension names (`.toml`, `.json`, any case).
+    pub fn of_path(path: &Path) -> Result<Format, ConfigError> {
+        let extension = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        match extension.as_str() {
+            #[cfg(feature = "toml")]
+            "toml" => Ok(Format::Toml),
+            #[cfg(feature = "json")]
+            "json" => Ok(Format::Json),
+            _ => Err(ConfigError::new("", Problem::UnknownFormat(extension))),
+        }
+    }
+}
 
 /// A whole config file: the shared budgets and the named pipelines.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -119,9 +156,28 @@ impl Config {
         parse::json(text)
     }
 
-    /// Reads a file, TOML or JSON by its extension (`.toml`, `.json`).
+    /// Reads a file, TOML or JSON by its extension (`.toml`, `.json`, any case).
     pub fn from_path(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         parse::path(path.as_ref())
+    }
+
+    /// Reads `text` in `format`.
+    ///
+    /// ```
+    /// use resilix_config::{Config, Format};
+    ///
+    /// let config = Config::from_text("{}", Format::of_path("app.JSON".as_ref())?)?;
+    /// assert_eq!(config, Config::default());
+    /// # Ok::<(), resilix_config::ConfigError>(())
+    /// ```
+    #[cfg_attr(not(any(feature = "toml", feature = "json")), allow(unused_variables))]
+    pub fn from_text(text: &str, format: Format) -> Result<Config, ConfigError> {
+        match format {
+            #[cfg(feature = "toml")]
+            Format::Toml => parse::toml(text),
+            #[cfg(feature = "json")]
+            Format::Json => parse::json(text),
+        }
     }
 
     /// Writes the config as TOML (absent fields stay absent), which reads back equal.
@@ -178,6 +234,7 @@ impl Config {
             config: self.clone(),
             budgets,
             pipelines,
+            generation: 0,
         })
     }
 }

@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use crate::Config;
 #[cfg(any(feature = "toml", feature = "json"))]
 use crate::error::Location;
 use crate::error::{ConfigError, Problem};
+use crate::{Config, Format};
 
 /// `serde_path_to_error`'s path as this crate writes paths: `a.b.c`, `[i]` for a list entry.
 #[cfg(any(feature = "toml", feature = "json"))]
@@ -75,23 +75,9 @@ fn json_location(e: &serde_json::Error) -> Option<Location> {
     })
 }
 
-// Without a format feature, the text is read (so a missing file is still an I/O error) and
-// then refused for its extension.
-#[cfg_attr(not(any(feature = "toml", feature = "json")), allow(unused_variables))]
 pub(crate) fn path(file: &Path) -> Result<Config, ConfigError> {
     let shown = file.display().to_string();
     let text = std::fs::read_to_string(file)
         .map_err(|e| ConfigError::new("", Problem::Io(format!("cannot read {shown}: {e}"))))?;
-    let extension = file
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match extension.as_str() {
-        #[cfg(feature = "toml")]
-        "toml" => toml(&text),
-        #[cfg(feature = "json")]
-        "json" => json(&text),
-        _ => Err(ConfigError::new("", Problem::UnknownFormat(extension))),
-    }
+    Config::from_text(&text, Format::of_path(file)?)
 }

@@ -48,6 +48,8 @@ pub struct Pipelines {
     pub(crate) config: Config,
     pub(crate) budgets: BTreeMap<String, Arc<Budget>>,
     pub(crate) pipelines: BTreeMap<String, Arc<ConfiguredPipeline>>,
+    /// 0 when built; a [`Live`](crate::Live) numbers each applied reload.
+    pub(crate) generation: u64,
 }
 
 impl Pipelines {
@@ -64,6 +66,12 @@ impl Pipelines {
     /// The pipelines' names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.pipelines.keys().map(String::as_str)
+    }
+
+    /// Which applied config these are: 0 for the first, one more for each applied reload
+    /// of a [`Live`](crate::Live) (always 0 outside one).
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The config these were built from.

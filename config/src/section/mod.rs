@@ -101,6 +101,11 @@ impl PipelineConfig {
     /// its state kept. Every other policy is new. The retry policy holds no state of its own
     /// and is always rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
+    ///
+    /// This is where a reload decides, slot by slot, between keeping and starting afresh
+    /// (`slot` below): the seam for in-place reconfiguration. A policy that learns to take a
+    /// new config through `&self` (the rate limiter's `reconfigure` already does) would be
+    /// offered the changed table there, before a fresh one is built.
     pub fn build_reusing(
         &self,
         path: &str,
@@ -113,6 +118,7 @@ impl PipelineConfig {
             build: impl FnOnce(&S) -> Result<P, ConfigError>,
         ) -> Result<Option<Arc<P>>, ConfigError> {
             let Some(s) = section else { return Ok(None) };
+            // Equal table: the same policy, state and all. Any difference: a fresh policy.
             if let Some((Some(old), Some(policy))) = previous
                 && old == s
             {
