@@ -7,7 +7,7 @@
 //! nanosecond (`"1.5ns"`), a total beyond `u64::MAX` nanoseconds (584 years, the core's
 //! saturating horizon), a missing unit (`"250"`: seconds or milliseconds?), and anything else.
 //!
-//! [`format`] writes the shortest form this parser reads back to the same nanosecond, in Go's
+//! [`format()`] writes the shortest form this parser reads back to the same nanosecond, in Go's
 //! style: `"1h30m"`, `"1.5s"`, `"250ms"`, `"0s"`.
 //!
 //! ```

@@ -63,7 +63,7 @@
 
 pub mod duration;
 mod error;
-mod live;
+pub mod live;
 mod parse;
 mod pipeline;
 pub mod policy;
