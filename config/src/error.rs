@@ -78,6 +78,12 @@ pub enum Problem {
     UnknownFormat(String),
     /// The file could not be read.
     Io(String),
+    /// A reload offered a config with no pipelines while some are live: refused, because an
+    /// empty or truncated file reads as exactly that (see [`Live`](crate::Live)).
+    NoPipelines {
+        /// How many pipelines are live.
+        live: usize,
+    },
 }
 
 impl fmt::Display for Problem {
@@ -104,6 +110,11 @@ impl fmt::Display for Problem {
                 "cannot tell the format from the extension {ext:?}: use .toml or .json (with the crate's feature of that name)"
             ),
             Problem::Io(message) => f.write_str(message),
+            Problem::NoPipelines { live } => write!(
+                f,
+                "the new config has no pipelines while {live} are live: refusing to remove them all \
+                 (an empty or truncated file?); remove them by name instead"
+            ),
         }
     }
 }

@@ -20,8 +20,9 @@
 //!
 //! * **Every field is optional** and means the core's documented default when left out (each
 //!   section's `core_config` shows the core config a table means; the tests hold them equal
-//!   to the core's `DEFAULT`s). A table left out is a slot left empty. A core `Option` that
-//!   is on by default is turned off with `"off"`.
+//!   to the core's `DEFAULT`s). A table left out is a slot left empty. A core `Option` is
+//!   turned off with `"off"` (in JSON, `null` is the same as leaving the field out: the
+//!   default, which for `failure_rate_above_percent` is on).
 //! * **Unknown fields are refused**, never ignored: a typo is an error, with its path.
 //! * **Durations** are strings: `"250ms"`, `"5s"`, `"1h30m"`, `"1.5s"` ([`duration`]).
 //! * **Validation is the core's**: each policy is built by its own constructor, and an error

@@ -11,7 +11,9 @@
 //! config is the live one, the same `Arc`, its state intact (an open breaker stays open, a
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! in any field starts fresh, as at start-up. A table removed drops its policy once the calls
-//! holding it finish. A renamed pipeline or budget is a new one. (In-place reconfiguration of
+//! holding it finish. A renamed pipeline or budget is a new one. A config with no pipelines
+//! at all is refused while some are live ([`Problem::NoPipelines`]): an empty file is valid
+//! TOML, and a file caught between truncation and rewrite reads as one. (In-place reconfiguration of
 //! a running policy, keeping its state across a changed table, is later work: its seam is
 //! [`PipelineConfig::build_reusing`](crate::section::PipelineConfig::build_reusing), where a
 //! changed table now builds afresh.)
@@ -45,7 +47,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use arc_swap::{ArcSwap, Guard};
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Problem};
 use crate::pipeline::{ConfiguredPipeline, Pipelines};
 use crate::{Config, Format};
 
@@ -207,6 +209,13 @@ impl Live {
             if &config == live.config() {
                 return Ok(None);
             }
+            let serving = live.config().pipelines.len();
+            if config.pipelines.is_empty() && serving > 0 {
+                return Err(ConfigError::new(
+                    "pipelines",
+                    Problem::NoPipelines { live: serving },
+                ));
+            }
             config.build_reusing(Some(&live)).map(Some)
         }) {
             Ok(None) => ReloadEvent::ConfigUnchanged {
@@ -360,6 +369,10 @@ fn sorted_unique<'a>(names: impl Iterator<Item = &'a String>) -> Vec<&'a String>
 /// [`Live`] config if its text changed since the last poll, so an unchanged file costs one
 /// read and a bad file is reported once, not at every poll. Runtime-agnostic: call `poll`
 /// from a tokio interval, a thread, or a signal handler's task.
+///
+/// Replace the file atomically (write a temporary file beside it, then rename it over; a
+/// Kubernetes ConfigMap volume swaps a symlink the same way): a poll that reads a file half
+/// written is refused as invalid at best, and at worst reads as a smaller valid config.
 ///
 /// ```
 /// use std::sync::Arc;

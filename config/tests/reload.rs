@@ -11,7 +11,7 @@ use resilix::permit::{Env, Policy};
 use resilix::random::SeededRandom;
 use resilix::retry::budget::RetryBudget;
 use resilix::time::Instant;
-use resilix_config::{Budget, Change, ChangeKind, Config, Live, ReloadEvent, Reloader};
+use resilix_config::{Budget, Change, ChangeKind, Config, Live, Problem, ReloadEvent, Reloader};
 
 const V1: &str = r#"
 [budgets.process]
@@ -205,6 +205,28 @@ fn a_bad_reload_keeps_the_last_good_config_and_says_so() {
         heard[..4]
             .iter()
             .all(|e| matches!(e, ReloadEvent::ConfigRejected { .. }))
+    );
+}
+
+#[test]
+fn an_empty_config_never_replaces_live_pipelines() {
+    let live = Live::new(config(V1)).unwrap();
+    for empty in ["", "# truncated\n", "[budgets.process]\nkind = \"ratio\"\n"] {
+        match live.reload(Config::from_toml_str(empty)) {
+            ReloadEvent::ConfigRejected { error, .. } => {
+                assert_eq!(error.path(), "pipelines");
+                assert_eq!(error.problem(), &Problem::NoPipelines { live: 2 });
+                assert!(error.to_string().contains("truncated"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(live.pipeline("payments").is_some());
+    // Starting from none, an empty config is just empty.
+    let none = Live::new(Config::default()).unwrap();
+    assert_eq!(
+        none.reload(Ok(Config::default())),
+        ReloadEvent::ConfigUnchanged { generation: 0 }
     );
 }
 
