@@ -65,8 +65,11 @@
 //!
 //! `Arc<Breaker>`, `Arc<Bulkhead>` (any policy) plug into a slot as the policy itself
 //! ([`resilix::shared`]), to share one policy between pipelines. A pipeline of `&'static`
-//! policies spawned this way still needs [`Static`]: see its docs for why rustc refuses it.
-//! An owned pipeline or `Arc`s carry no lifetime, so the question does not arise.
+//! policies whose calls are `tokio::spawn`ed through
+//! [`Resilience::execute`](resilix::resilience::Resilience::execute) still needs
+//! [`Static`] (see its docs for the rustc error and why it cannot be avoided with a borrowed
+//! permit); behind the tower Layer, `&'static` policies need nothing. An owned pipeline or
+//! `Arc`s carry no lifetime, so the question does not arise.
 //!
 //! # Testing on paused time
 //!
@@ -136,9 +139,7 @@
 //! # });
 //! ```
 
-// The only unsafe code in the project is the tower future's self-borrow (tower.rs), allowed
-// there and argued at each site; everything else is held to deny.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 mod clock;
 mod statics;
@@ -156,7 +157,6 @@ pub mod metrics;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 #[cfg(feature = "tower")]
-#[allow(unsafe_code)] // a self-borrowing future; see the SAFETY comments in the module
 pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod tracing;

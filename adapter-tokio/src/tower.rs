@@ -1,11 +1,12 @@
 //! A `tower` Layer running every request through a whole pipeline (feature `tower`).
 //!
 //! The service is `Clone`, and every clone shares one [`Resilience`] (one set of policies:
-//! one breaker per upstream, one budget per process) through an `Arc`. Each attempt clones the
-//! inner service, waits for it to be ready and calls it with the request: a pipeline without
-//! retry moves the request into its one attempt (no `Clone` needed: `reqwest::Request` is
-//! not), a retrying one hands each attempt a clone ([`resilix::call::Replay`], by the retry
-//! slot's type).
+//! one breaker per upstream, one budget per process) through an `Arc`. Each request runs the
+//! same retry loop as [`Resilience::execute`](resilix::resilience::Resilience::execute): the
+//! core's [`execute_gated`], where each attempt clones the inner service, waits for it to be
+//! ready and calls it with the request. A pipeline without retry moves the request into its
+//! one attempt (no `Clone` needed: `reqwest::Request` is not), a retrying one hands each
+//! attempt a clone ([`resilix::call::Replay`], by the retry slot's type).
 //!
 //! Errors become [`tower::BoxError`](BoxError): the inner service's own error, or the core's
 //! typed [`ExecuteError`] carrying the last inner error (`ServiceError`), which a caller can
@@ -31,31 +32,68 @@
 //! assert!(err.downcast_ref::<ServiceError>().is_some(), "timed out: {err}");
 //! # });
 //! ```
+//!
+//! # Waiting for a slot
+//!
+//! [`ResilienceLayer::wait_for_bulkhead`] (and [`ResilienceLayer::wait_for_limiter`]) holds
+//! each attempt, boundedly, until the pipeline's bulkhead has a free slot (or while it waits
+//! in the adaptive limiter's queue zone), as
+//! [`Resilience::execute_waiting_for_bulkhead`](resilix::resilience::Resilience::execute_waiting_for_bulkhead)
+//! does: the policy needs a [`SlotWaiters`](crate::SlotWaiters) hook, whose
+//! [`WaitConfig`](resilix::bulkhead::wait::WaitConfig) bounds the queue and the wait.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
+//! use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+//! use resilix::pipeline::Pipeline;
+//! use resilix_tokio::{Resilience, SlotWaiters};
+//! use resilix_tokio::tower::ResilienceLayer;
+//! use tower::{service_fn, ServiceBuilder, ServiceExt};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! let wait = WaitConfig::new(8, Duration::from_millis(100), WaitOrder::Fifo).unwrap();
+//! let bulkhead = Bulkhead::with_hook(BulkheadConfig::new(1).unwrap(), SlotWaiters::<8>::new(wait));
+//! let layer = ResilienceLayer::new(Resilience::new(Pipeline::new().bulkhead(bulkhead)))
+//!     .wait_for_bulkhead();
+//! let svc = ServiceBuilder::new().layer(layer).service(service_fn(|n: u32| async move {
+//!     tokio::time::sleep(Duration::from_millis(30)).await;
+//!     Ok::<_, std::io::Error>(n)
+//! }));
+//! // Two requests, one slot: the second waits 30 ms for the first instead of being refused.
+//! let (a, b) = tokio::join!(svc.clone().oneshot(1), svc.oneshot(2));
+//! assert_eq!((a.unwrap(), b.unwrap()), (1, 2));
+//! # });
+//! ```
+//!
+//! # Cost
+//!
+//! One allocation per request: the loop's future is boxed (`ResponseFuture` wraps a
+//! `Pin<Box<dyn Future + Send>>`). The loop borrows the pipeline inside the service's `Arc`,
+//! which only an `async` block can own safely, and stable Rust cannot name an `async` block's
+//! type as `Service::Future` without a box. Nothing else is allocated per request beyond what
+//! the inner service does (a waiter's timer aside, paid only by a request that really waits).
 
 use std::fmt;
-use std::future::Future;
+use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
-use std::ops::ControlFlow;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use pin_project_lite::pin_project;
-use resilix::call::{Call, CallOptions, Replay};
+use resilix::call::{CallOptions, Replay};
 use resilix::classify::Classify;
-use resilix::execute::{Attempted, ExecuteError, Timer, conclude};
+use resilix::execute::{Attempted, ExecuteError, Gate, execute_gated};
 use resilix::observe::Observer;
-use resilix::permit::{Env, Policy};
-use resilix::pipeline::{AsPipeline, Attempt, Pipeline};
-use resilix::random::SeededRandom;
+use resilix::permit::Policy;
+use resilix::pipeline::AsPipeline;
 use resilix::retry::RetryPolicy;
-use resilix::time::{Deadline, Instant};
-use resilix::verdict::Verdict;
+use resilix::waiters::{WaitGate, Waitable};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::Resilience;
+use crate::{Resilience, TokioTimer};
 
 /// The boxed error type of `tower`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -66,30 +104,29 @@ pub type ServiceError = ExecuteError<Option<BoxError>>;
 
 /// Wraps a service in a pipeline. See the [module docs](self).
 ///
-/// `Req` is the request type of the services it wraps (usually inferred).
-pub struct ResilienceLayer<R, Req> {
+/// `Req` is the request type of the services it wraps (usually inferred); `W` says whether
+/// attempts wait for a slot ([`NoWait`], [`ForBulkhead`], [`ForLimiter`]).
+pub struct ResilienceLayer<R, Req, W = NoWait> {
     resilience: Arc<R>,
-    timeout: Option<Duration>,
-    idempotent: bool,
-    _request: PhantomData<fn(Req)>,
+    options: CallOptions,
+    _marker: PhantomData<fn(Req) -> W>,
 }
 
-impl<R, Req> Clone for ResilienceLayer<R, Req> {
+impl<R, Req, W> Clone for ResilienceLayer<R, Req, W> {
     fn clone(&self) -> Self {
         ResilienceLayer {
             resilience: Arc::clone(&self.resilience),
-            timeout: self.timeout,
-            idempotent: self.idempotent,
-            _request: PhantomData,
+            options: self.options,
+            _marker: PhantomData,
         }
     }
 }
 
-impl<R, Req> fmt::Debug for ResilienceLayer<R, Req> {
+impl<R, Req, W> fmt::Debug for ResilienceLayer<R, Req, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
-            .field("timeout", &self.timeout)
-            .field("idempotent", &self.idempotent)
+            .field("options", &self.options)
+            .field("wait", &std::any::type_name::<W>())
             .finish_non_exhaustive()
     }
 }
@@ -104,93 +141,245 @@ impl<R, Req> ResilienceLayer<R, Req> {
     pub fn shared(resilience: Arc<R>) -> Self {
         ResilienceLayer {
             resilience,
-            timeout: None,
-            idempotent: false,
-            _request: PhantomData,
+            options: CallOptions::default(),
+            _marker: PhantomData,
         }
     }
+}
 
-    /// Each request must finish within `timeout`, retries included (its deadline).
+impl<R, Req, W> ResilienceLayer<R, Req, W> {
+    /// Each request must finish within `timeout`, retries included (its deadline, counted
+    /// from the request's first poll).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.options = self.options.timeout(timeout);
         self
     }
 
     /// Declares every request safe to repeat after a timeout.
     pub fn idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = idempotent;
+        self.options = self.options.idempotent(idempotent);
         self
+    }
+
+    /// Each attempt waits (boundedly) for a slot in the pipeline's bulkhead instead of being
+    /// refused at once (the bulkhead needs a [`SlotWaiters`](crate::SlotWaiters) hook). See
+    /// the [module docs](self#waiting-for-a-slot).
+    pub fn wait_for_bulkhead(self) -> ResilienceLayer<R, Req, ForBulkhead> {
+        self.waiting()
+    }
+
+    /// Each attempt waits (boundedly) in the pipeline's adaptive limiter's queue zone instead
+    /// of being refused at once (the limiter needs a [`SlotWaiters`](crate::SlotWaiters) hook).
+    pub fn wait_for_limiter(self) -> ResilienceLayer<R, Req, ForLimiter> {
+        self.waiting()
+    }
+
+    fn waiting<W2>(self) -> ResilienceLayer<R, Req, W2> {
+        ResilienceLayer {
+            resilience: self.resilience,
+            options: self.options,
+            _marker: PhantomData,
+        }
     }
 }
 
-// Every bound the loop needs is here, checked where `ServiceBuilder::service` builds the
-// service, with concrete types. The service and its future keep only a function pointer to
-// the loop instantiated here (`PollFn`) and the call's state as a type parameter
-// (`CallState`), so `Service` and `Future` need no bound on the policies. With such bounds
-// there, proving a spawned `async { svc.oneshot(..).await }` `Send` fails for pipelines
-// holding `&'static` policies (or for inner errors that are `Box<dyn Error>`): rustc checks
-// them with every lifetime erased, and cannot prove `'static` or outlives bounds then.
-impl<S, Req, P, O, C, Rt, T, B, L, H, Rl> Layer<S> for ResilienceLayer<Resilience<P, O, C>, Req>
+/// Which policy, if any, an attempt waits on before it is admitted: the [`Gate`] the loop
+/// holds each attempt at. Chosen by the Layer ([`ResilienceLayer::wait_for_bulkhead`]).
+pub trait Wait<P> {
+    /// The gate, borrowing the pipeline (held across awaits by a request's future, which
+    /// is `Send`).
+    type Gate<'p>: Gate<Wait: Send> + Send + Sync
+    where
+        P: 'p;
+
+    /// The gate on `pipeline`'s policy, timing waits on `timer`.
+    fn gate<'p>(pipeline: &'p P, timer: &TokioTimer) -> Self::Gate<'p>;
+}
+
+/// Attempts never wait: a full policy refuses at once.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoWait;
+
+/// Attempts wait for a slot in the pipeline's bulkhead.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ForBulkhead;
+
+/// Attempts wait in the pipeline's adaptive limiter's queue zone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ForLimiter;
+
+impl<P> Wait<P> for NoWait {
+    type Gate<'p>
+        = ()
+    where
+        P: 'p;
+
+    #[inline(always)]
+    fn gate(_pipeline: &P, _timer: &TokioTimer) {}
+}
+
+impl<P: AsPipeline> Wait<P> for ForBulkhead
 where
-    S: Service<Req> + Clone,
-    S::Error: Into<BoxError>,
-    P: AsPipeline<
-            Retry = Rt,
-            Throttler = T,
-            Breaker = B,
-            Limiter = L,
-            Bulkhead = H,
-            RateLimit = Rl,
-        >,
-    Rt: RetryPolicy + Replay<Req> + 'static,
-    T: Policy + 'static,
-    B: Policy + 'static,
-    L: Policy + 'static,
-    H: Policy + 'static,
-    Rl: Policy + 'static,
-    Rt::State: Send,
-    for<'a> T::Permit<'a>: Send,
-    for<'a> B::Permit<'a>: Send,
-    for<'a> L::Permit<'a>: Send,
-    for<'a> H::Permit<'a>: Send,
-    for<'a> Rl::Permit<'a>: Send,
-    O: Observer,
-    C: Classify<Result<S::Response, S::Error>>,
+    P::Bulkhead: Waitable + Sync,
+    for<'a> <P::Bulkhead as Waitable>::Held<'a>: Send,
 {
-    type Service = ResilienceService<S, Req, P, O, C, CallState<'static, Rt, T, B, L, H, Rl>>;
+    type Gate<'p>
+        = WaitGate<'p, P::Bulkhead, TokioTimer>
+    where
+        P: 'p;
+
+    fn gate<'p>(pipeline: &'p P, timer: &TokioTimer) -> Self::Gate<'p> {
+        WaitGate::new(pipeline.as_pipeline().bulkhead_ref(), *timer)
+    }
+}
+
+impl<P: AsPipeline> Wait<P> for ForLimiter
+where
+    P::Limiter: Waitable + Sync,
+    for<'a> <P::Limiter as Waitable>::Held<'a>: Send,
+{
+    type Gate<'p>
+        = WaitGate<'p, P::Limiter, TokioTimer>
+    where
+        P: 'p;
+
+    fn gate<'p>(pipeline: &'p P, timer: &TokioTimer) -> Self::Gate<'p> {
+        WaitGate::new(pipeline.as_pipeline().limiter_ref(), *timer)
+    }
+}
+
+/// A [`Resilience`] that can serve requests of type `Req` to `S` in spawned tasks, waiting as
+/// `W` says: every bound the Layer needs, named once (implemented for every `Resilience`
+/// whose pipeline, observer and classifier are `Send + Sync + 'static` and whose permits are
+/// `Send`).
+///
+/// The `Layer` checks it where `ServiceBuilder::service` builds the service, with concrete
+/// types; the service keeps only a function pointer to [`Serve::serve`], so `Service` and its
+/// future carry no bound on the policies. With this bound on the `Service` impl instead, a
+/// spawned `async { svc.oneshot(..).await }` does not compile for a pipeline of `&'static`
+/// policies ("implementation of `Policy` is not general enough") nor for an inner error that
+/// is a `BoxError` ("implementation of `From` is not general enough"): rustc proves a spawned
+/// future `Send` with every lifetime erased, and these bounds do not hold for every lifetime.
+/// (The same is why [`Static`](crate::Static) exists for `Resilience::execute`.)
+pub trait Serve<S: Service<Req>, Req, W> {
+    /// Runs one request through the pipeline.
+    fn serve(
+        resilience: Arc<Self>,
+        inner: S,
+        request: Req,
+        options: CallOptions,
+    ) -> ResponseFuture<S::Response>;
+}
+
+impl<S, Req, P, O, C, W> Serve<S, Req, W> for Resilience<P, O, C>
+where
+    S: Service<Req> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Response: Send + 'static,
+    S::Error: Into<BoxError> + Send + 'static,
+    Req: Send + 'static,
+    P: AsPipeline + Send + Sync + 'static,
+    P::Retry: Replay<Req> + Sync,
+    <P::Retry as RetryPolicy>::State: Send,
+    P::Throttler: Sync,
+    P::Breaker: Sync,
+    P::Limiter: Sync,
+    P::Bulkhead: Sync,
+    P::RateLimit: Sync,
+    for<'a> <P::Throttler as Policy>::Permit<'a>: Send,
+    for<'a> <P::Breaker as Policy>::Permit<'a>: Send,
+    for<'a> <P::Limiter as Policy>::Permit<'a>: Send,
+    for<'a> <P::Bulkhead as Policy>::Permit<'a>: Send,
+    for<'a> <P::RateLimit as Policy>::Permit<'a>: Send,
+    O: Observer + Send + Sync + 'static,
+    C: Classify<Result<S::Response, S::Error>> + Send + Sync + 'static,
+    W: Wait<P>,
+{
+    fn serve(
+        resilience: Arc<Self>,
+        inner: S,
+        request: Req,
+        options: CallOptions,
+    ) -> ResponseFuture<S::Response> {
+        let mut request = Some(request);
+        // Each attempt: a clone of the inner service, made ready, called with the request
+        // (moved into the only attempt, or cloned when retries may follow).
+        let attempt = move || {
+            let request = <P::Retry as Replay<Req>>::next_request(&mut request);
+            let mut svc = inner.clone();
+            async move {
+                let Some(request) = request else {
+                    unreachable!("a pipeline that never retries makes one attempt")
+                };
+                poll_fn(|cx| svc.poll_ready(cx)).await?;
+                svc.call(request).await
+            }
+        };
+        ResponseFuture(Box::pin(async move {
+            let mut slot = None;
+            let mut rng = resilience.lazy_rng(&mut slot);
+            let gate = W::gate(resilience.pipeline(), resilience.timer());
+            let result = execute_gated(
+                resilience.pipeline().as_pipeline(),
+                resilience.timer(),
+                &mut rng,
+                resilience.observer_ref(),
+                options,
+                resilience.classifier_ref(),
+                &gate,
+                attempt,
+            )
+            .await;
+            into_response(result)
+        }))
+    }
+}
+
+impl<S, Req, R, W> Layer<S> for ResilienceLayer<R, Req, W>
+where
+    S: Service<Req>,
+    R: Serve<S, Req, W>,
+{
+    type Service = ResilienceService<S, Req, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
         ResilienceService {
             inner,
             resilience: Arc::clone(&self.resilience),
-            timeout: self.timeout,
-            idempotent: self.idempotent,
-            poll: poll_response::<S, Req, P, O, C, Rt, T, B, L, H, Rl>,
+            options: self.options,
+            serve: R::serve,
         }
     }
 }
 
-/// The loop's `poll`, instantiated by the `Layer` (see there for why a pointer).
-type PollFn<S, Req, P, O, C, St> = fn(
-    Pin<&mut ResponseFuture<S, Req, P, O, C, St>>,
-    &mut Context<'_>,
-) -> Poll<Result<<S as Service<Req>>::Response, BoxError>>;
+/// The loop for one request, instantiated by the `Layer` (see [`Serve`] for why a pointer).
+type ServeFn<S, Req, R> =
+    fn(Arc<R>, S, Req, CallOptions) -> ResponseFuture<<S as Service<Req>>::Response>;
 
 /// A service whose every request runs through a pipeline. Clones share the policies.
 ///
-/// `St` is the [`CallState`] its futures hold (named by the `Layer`).
-pub struct ResilienceService<S, Req, P, O, C, St>
+/// `R` is the [`Resilience`] the Layer was given.
+pub struct ResilienceService<S, Req, R>
 where
     S: Service<Req>,
 {
     inner: S,
-    resilience: Arc<Resilience<P, O, C>>,
-    timeout: Option<Duration>,
-    idempotent: bool,
-    poll: PollFn<S, Req, P, O, C, St>,
+    resilience: Arc<R>,
+    options: CallOptions,
+    serve: ServeFn<S, Req, R>,
 }
 
-impl<S, Req, P, O, C, St> Clone for ResilienceService<S, Req, P, O, C, St>
+impl<S, Req, R> ResilienceService<S, Req, R>
+where
+    S: Service<Req>,
+{
+    /// The policies the service's requests run through (shared by every clone).
+    pub fn resilience(&self) -> &Arc<R> {
+        &self.resilience
+    }
+}
+
+impl<S, Req, R> Clone for ResilienceService<S, Req, R>
 where
     S: Service<Req> + Clone,
 {
@@ -198,34 +387,32 @@ where
         ResilienceService {
             inner: self.inner.clone(),
             resilience: Arc::clone(&self.resilience),
-            timeout: self.timeout,
-            idempotent: self.idempotent,
-            poll: self.poll,
+            options: self.options,
+            serve: self.serve,
         }
     }
 }
 
-impl<S, Req, P, O, C, St> fmt::Debug for ResilienceService<S, Req, P, O, C, St>
+impl<S, Req, R> fmt::Debug for ResilienceService<S, Req, R>
 where
     S: Service<Req> + fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceService")
             .field("inner", &self.inner)
-            .field("timeout", &self.timeout)
-            .field("idempotent", &self.idempotent)
+            .field("options", &self.options)
             .finish_non_exhaustive()
     }
 }
 
-// No bound on the policies: see the `Layer` impl.
-impl<S, Req, P, O, C, St> Service<Req> for ResilienceService<S, Req, P, O, C, St>
+// No bound on the policies: see `Serve`.
+impl<S, Req, R> Service<Req> for ResilienceService<S, Req, R>
 where
     S: Service<Req> + Clone,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S, Req, P, O, C, St>;
+    type Future = ResponseFuture<S::Response>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         // Readiness is the inner service's, awaited per attempt: a pipeline refusal must not
@@ -234,366 +421,35 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        ResponseFuture {
-            attempt: AttemptFuture::Idle,
-            sleep: None,
-            deadline: None,
-            state: None,
-            step: Step::Start,
-            last: None,
-            rng: None,
-            now: Instant::ZERO,
-            inner: self.inner.clone(),
-            request: Some(request),
-            timeout: self.timeout,
-            idempotent: self.idempotent,
-            resilience: Arc::clone(&self.resilience),
-            poll: self.poll,
-        }
+        (self.serve)(
+            Arc::clone(&self.resilience),
+            self.inner.clone(),
+            request,
+            self.options,
+        )
     }
 }
 
-/// One call through a pipeline between two polls of its [`ResponseFuture`]: the core's
-/// [`Call`] and the permits of the attempt in flight, borrowing the pipeline for `'p`.
-/// Opaque; it appears in [`ResilienceService`]'s type only.
-pub struct CallState<'p, Rt, T, B, L, H, Rl>
-where
-    Rt: RetryPolicy,
-    T: Policy + 'p,
-    B: Policy + 'p,
-    L: Policy + 'p,
-    H: Policy + 'p,
-    Rl: Policy + 'p,
-{
-    // Settled or dropped (cancelled) before the call, as in the core's loop.
-    permits: Option<Attempt<'p, T, B, L, H, Rl>>,
-    call: Call<'p, Rt, T, B, L, H, Rl>,
-}
-
-// SAFETY: written by hand because the auto impl would prove the permits `Send` through the
-// policies' `Permit<'a>` projections, which rustc cannot do for `&'static` policies inside an
-// `async` block it checks with lifetimes erased ("implementation of `Policy` is not general
-// enough"): a spawned `svc.oneshot(..)` would not compile. What the fields hold: the shared
-// `&'p Pipeline` (`Send` as the pipeline is `Sync`, required here), the retry state
-// (`Rt::State: Send`, required here) and the permits. A `CallState` is made only by
-// `poll_response`, instantiated only by the `Layer` impl, which requires
-// `for<'a> Permit<'a>: Send` of every policy; the type has no public constructor. So every
-// `CallState` that exists holds `Send` permits.
-unsafe impl<'p, Rt, T, B, L, H, Rl> Send for CallState<'p, Rt, T, B, L, H, Rl>
-where
-    Rt: RetryPolicy + Sync,
-    Rt::State: Send,
-    T: Policy + Sync,
-    B: Policy + Sync,
-    L: Policy + Sync,
-    H: Policy + Sync,
-    Rl: Policy + Sync,
-{
-}
-
-impl<Rt, T, B, L, H, Rl> fmt::Debug for CallState<'_, Rt, T, B, L, H, Rl>
-where
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallState")
-            .field("attempts", &self.call.attempts())
-            .field("in_flight", &self.permits.is_some())
-            .finish()
-    }
-}
-
-/// Where a [`ResponseFuture`] is in the retry loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    /// Not polled yet: the clock is read and the call starts on the first poll.
-    Start,
-    /// About to admit an attempt at `now`.
-    Admit,
-    /// An attempt is in flight, raced against `sleep` when it has a deadline.
-    Attempt,
-    /// Waiting out a retry delay in `sleep`.
-    Backoff,
-    /// The output was returned.
-    Done,
-}
-
-pin_project! {
-    /// The future a [`ResilienceService`] returns: the core's retry loop
-    /// ([`resilix::call::Call`]) driven by hand, so it has a name and needs no box. It
-    /// allocates nothing beyond what the inner service does.
-    ///
-    /// Dropping it at any point gives back every permit and records nothing, as the core's
-    /// `execute` does.
-    pub struct ResponseFuture<S, Req, P, O, C, St>
-    where
-        S: Service<Req>,
-    {
-        // Field order is drop order: `state` borrows the pipeline that `resilience` keeps
-        // alive, so it comes first (see `extend`).
-        #[pin]
-        attempt: AttemptFuture<S, Req, S::Future>,
-        // The attempt's deadline or the retry delay (never both at once).
-        #[pin]
-        sleep: Option<tokio::time::Sleep>,
-        // The attempt's deadline until its timer is made.
-        deadline: Option<Instant>,
-        state: Option<St>,
-        step: Step,
-        last: Option<Attempted<Result<S::Response, S::Error>>>,
-        // Seeded on the first draw (`LazyRng`): most requests never draw.
-        rng: Option<SeededRandom>,
-        now: Instant,
-        inner: S,
-        request: Option<Req>,
-        timeout: Option<Duration>,
-        idempotent: bool,
-        resilience: Arc<Resilience<P, O, C>>,
-        poll: PollFn<S, Req, P, O, C, St>,
-    }
-}
-
-/// The pipeline inside `resilience`, borrowed for as long as the caller keeps the `Arc`.
+/// The future a [`ResilienceService`] returns: the core's retry loop
+/// ([`execute_gated`]) over the service's shared pipeline, boxed (see the
+/// [module docs](self#cost)).
 ///
-/// # Safety
-///
-/// The caller must drop every value holding the returned reference before it drops (its
-/// clone of) `resilience`, and must never move or mutably reach the `Resilience` out of the
-/// `Arc`. Then the reference is valid: the `Arc`'s allocation does not move while one clone
-/// lives, only shared access to it is ever given, and a shared borrow of `P` keeps its
-/// pipeline (`AsPipeline`: itself, or behind a pointer) valid for as long as that borrow could
-/// last. The `'static` never escapes:
-/// policies and permits are generic over their lifetime and cannot rely on it.
-#[allow(clippy::type_complexity)] // the pipeline's six slots, as `AsPipeline` names them
-unsafe fn extend<P: AsPipeline, O, C>(
-    resilience: &Arc<Resilience<P, O, C>>,
-) -> &'static Pipeline<P::Retry, P::Throttler, P::Breaker, P::Limiter, P::Bulkhead, P::RateLimit>
-where
-    P::Retry: 'static,
-    P::Throttler: 'static,
-    P::Breaker: 'static,
-    P::Limiter: 'static,
-    P::Bulkhead: 'static,
-    P::RateLimit: 'static,
-{
-    let pipeline = resilience.pipeline().as_pipeline();
-    // SAFETY: the caller's contract above.
-    unsafe { &*(pipeline as *const _) }
-}
+/// Nothing runs until it is first polled. Dropping it at any point gives back every permit
+/// and records nothing, as [`Resilience::execute`](resilix::resilience::Resilience::execute)'s
+/// future does.
+pub struct ResponseFuture<Resp>(Pin<Box<dyn Future<Output = Result<Resp, BoxError>> + Send>>);
 
-impl<S, Req, P, O, C, St> Future for ResponseFuture<S, Req, P, O, C, St>
-where
-    S: Service<Req>,
-{
-    type Output = Result<S::Response, BoxError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        (self.poll)(self, cx)
-    }
-}
-
-impl<S, Req, P, O, C, St> fmt::Debug for ResponseFuture<S, Req, P, O, C, St>
-where
-    S: Service<Req>,
-    St: fmt::Debug,
-{
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ResponseFuture")
-            .field("step", &self.step)
-            .field("state", &self.state)
-            .finish_non_exhaustive()
-    }
-}
-
-type StateOf<Rt, T, B, L, H, Rl> = CallState<'static, Rt, T, B, L, H, Rl>;
-
-/// The retry loop: [`resilix::execute::execute`]'s, step by step.
-#[allow(clippy::type_complexity)] // the future, spelled out once
-fn poll_response<S, Req, P, O, C, Rt, T, B, L, H, Rl>(
-    future: Pin<&mut ResponseFuture<S, Req, P, O, C, StateOf<Rt, T, B, L, H, Rl>>>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<S::Response, BoxError>>
-where
-    S: Service<Req> + Clone,
-    S::Error: Into<BoxError>,
-    P: AsPipeline<
-            Retry = Rt,
-            Throttler = T,
-            Breaker = B,
-            Limiter = L,
-            Bulkhead = H,
-            RateLimit = Rl,
-        >,
-    Rt: RetryPolicy + Replay<Req> + 'static,
-    T: Policy + 'static,
-    B: Policy + 'static,
-    L: Policy + 'static,
-    H: Policy + 'static,
-    Rl: Policy + 'static,
-    O: Observer,
-    C: Classify<Result<S::Response, S::Error>>,
-{
-    let mut this = future.project();
-    loop {
-        match *this.step {
-            Step::Start => {
-                // One clock read serves the request's deadline and the call's start.
-                let now = this.resilience.timer().now();
-                let mut options = CallOptions::default().idempotent(*this.idempotent);
-                if let Some(timeout) = *this.timeout {
-                    options = options.deadline(Deadline::after(now, timeout));
-                }
-                // SAFETY: the borrow lives in `state`, declared (so dropped) before
-                // `resilience`, which is private, never replaced and never unwrapped.
-                let pipeline = unsafe { extend(this.resilience) };
-                *this.state = Some(CallState {
-                    permits: None,
-                    call: pipeline.call(now, options),
-                });
-                *this.now = now;
-                *this.step = Step::Admit;
-            }
-            Step::Admit => {
-                let Some(state) = this.state.as_mut() else {
-                    unreachable!("started before admitting")
-                };
-                let resilience = &**this.resilience;
-                let mut rng = resilience.lazy_rng(this.rng);
-                let mut env = Env {
-                    now: *this.now,
-                    rng: &mut rng,
-                    observer: resilience.observer_ref(),
-                };
-                match state.call.admit(&mut env) {
-                    Ok(attempt) => {
-                        // The deadline's timer entry is made only if the attempt is pending on
-                        // its first poll (as the core's loop does).
-                        *this.deadline = attempt.deadline().map(|d| d.instant());
-                        state.permits = Some(attempt);
-                        // Moved into the only attempt, or cloned when retries may follow.
-                        let Some(request) = Rt::next_request(this.request) else {
-                            unreachable!("a pipeline that never retries makes one attempt")
-                        };
-                        this.attempt.set(AttemptFuture::Ready {
-                            svc: this.inner.clone(),
-                            request: Some(request),
-                        });
-                        *this.step = Step::Attempt;
-                    }
-                    Err(stop) => {
-                        *this.step = Step::Done;
-                        let attempts = state.call.attempts();
-                        let error = ExecuteError::stopped(stop, attempts, this.last.take());
-                        return Poll::Ready(Err(boxed(error)));
-                    }
-                }
-            }
-            Step::Attempt => {
-                // The attempt first: a result ready at the deadline still counts.
-                let outcome = match this.attempt.as_mut().poll(cx) {
-                    Poll::Ready(output) => Some(output),
-                    Poll::Pending => {
-                        if let Some(at) = this.deadline.take() {
-                            let sleep = this.resilience.timer().sleep_until(at);
-                            this.sleep.set(Some(sleep));
-                        }
-                        let fired = match this.sleep.as_mut().as_pin_mut() {
-                            Some(deadline) => deadline.poll(cx).is_ready(),
-                            None => false,
-                        };
-                        if !fired {
-                            return Poll::Pending;
-                        }
-                        None
-                    }
-                };
-                // A timed-out attempt's future is dropped before it settles.
-                this.attempt.set(AttemptFuture::Idle);
-                this.sleep.set(None);
-                *this.deadline = None;
-                let resilience = &**this.resilience;
-                let verdict = match &outcome {
-                    Some(output) => resilience.classifier_ref().classify(output),
-                    None => Verdict::Timeout,
-                };
-                let Some(CallState { permits, call }) = this.state.as_mut() else {
-                    unreachable!("started before an attempt")
-                };
-                let Some(permits) = permits.take() else {
-                    unreachable!("an attempt in flight holds its permits")
-                };
-                let mut rng = resilience.lazy_rng(this.rng);
-                let mut env = Env {
-                    now: resilience.timer().now(),
-                    rng: &mut rng,
-                    observer: resilience.observer_ref(),
-                };
-                let next = call.settle(permits, &verdict, &mut env);
-                let attempted = match outcome {
-                    Some(output) => Attempted::Output(output),
-                    None => Attempted::TimedOut,
-                };
-                match conclude(next, attempted, call.attempts()) {
-                    ControlFlow::Break(result) => {
-                        *this.step = Step::Done;
-                        return Poll::Ready(into_response(result));
-                    }
-                    ControlFlow::Continue((at, attempted)) => {
-                        *this.last = Some(attempted);
-                        this.sleep.set(Some(resilience.timer().sleep_until(at)));
-                        *this.step = Step::Backoff;
-                    }
-                }
-            }
-            Step::Backoff => {
-                if let Some(sleep) = this.sleep.as_mut().as_pin_mut() {
-                    ready!(sleep.poll(cx));
-                }
-                this.sleep.set(None);
-                *this.now = this.resilience.timer().now();
-                *this.step = Step::Admit;
-            }
-            Step::Done => panic!("ResponseFuture polled after it completed"),
-        }
-    }
-}
-
-pin_project! {
-    /// One attempt: wait for the inner service (a clone) to be ready, then call it.
-    #[project = AttemptProj]
-    enum AttemptFuture<S, Req, F> {
-        Idle,
-        Ready { svc: S, request: Option<Req> },
-        Calling { #[pin] response: F },
-    }
-}
-
-impl<S, Req> Future for AttemptFuture<S, Req, S::Future>
-where
-    S: Service<Req>,
-{
-    type Output = Result<S::Response, S::Error>;
+impl<Resp> Future for ResponseFuture<Resp> {
+    type Output = Result<Resp, BoxError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        loop {
-            match self.as_mut().project() {
-                AttemptProj::Ready { svc, request } => {
-                    ready!(svc.poll_ready(cx))?;
-                    let Some(request) = request.take() else {
-                        unreachable!("a request is called once")
-                    };
-                    let response = svc.call(request);
-                    self.set(AttemptFuture::Calling { response });
-                }
-                AttemptProj::Calling { response } => return response.poll(cx),
-                AttemptProj::Idle => unreachable!("an idle attempt is never polled"),
-            }
-        }
+        self.0.as_mut().poll(cx)
+    }
+}
+
+impl<Resp> fmt::Debug for ResponseFuture<Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }
 }
 

@@ -154,3 +154,130 @@ impl<P: Policy + ?Sized> Policy for &P {
         (**self).admit(env)
     }
 }
+
+/// An optional policy: `None` is the absent policy (admits everything, holds no permit),
+/// `Some(p)` is `p`. For pipelines whose slots are chosen at run time (a config file that may
+/// or may not have a breaker) without a second pipeline type per combination.
+///
+/// ```
+/// use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+/// use resilix::permit::{Env, Policy};
+/// use resilix::random::SeededRandom;
+/// use resilix::time::Instant;
+///
+/// let mut rng = SeededRandom::new(1);
+/// let mut env = Env::new(Instant::ZERO, &mut rng);
+/// let absent: Option<Bulkhead> = None;
+/// assert!(absent.admit(&mut env).unwrap().is_none(), "None admits and holds nothing");
+/// let one = Some(Bulkhead::new(BulkheadConfig::new(1)?));
+/// let held = one.admit(&mut env).unwrap();
+/// assert!(one.admit(&mut env).is_err(), "Some(p) is p: its one slot is taken");
+/// drop(held);
+/// # Ok::<(), resilix::bulkhead::BulkheadConfigError>(())
+/// ```
+impl<P: Policy> Policy for Option<P> {
+    type Permit<'a>
+        = Option<P::Permit<'a>>
+    where
+        Self: 'a;
+
+    #[inline(always)]
+    fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<Self::Permit<'_>, Rejection> {
+        match self {
+            Some(policy) => policy.admit(env).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// An optional policy's permit: settles the inner permit if there is one; dropping it drops
+/// (cancels) the inner permit.
+impl<P: Permit> Permit for Option<P> {
+    #[inline(always)]
+    fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
+        self,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) {
+        if let Some(permit) = self {
+            permit.settle(verdict, env);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::breaker::{Breaker, CircuitState, Config};
+    use crate::bulkhead::{Bulkhead, BulkheadConfig};
+    use crate::random::SeededRandom;
+    use crate::rejection::RejectReason;
+
+    #[test]
+    fn none_admits_everything_and_holds_nothing() {
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        let absent: Option<Bulkhead> = None;
+        for _ in 0..3 {
+            let permit = absent.admit(&mut env).unwrap();
+            assert!(permit.is_none());
+            permit.settle(&Verdict::Transient, &mut env);
+        }
+    }
+
+    #[test]
+    fn some_refuses_as_the_inner_policy_and_drop_cancels() {
+        let mut rng = SeededRandom::new(2);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        let one = Some(Bulkhead::new(BulkheadConfig::new(1).unwrap()));
+        let held = one.admit(&mut env).unwrap();
+        assert_eq!(
+            one.admit(&mut env).unwrap_err().reason(),
+            RejectReason::BulkheadFull
+        );
+        drop(held);
+        assert_eq!(
+            one.as_ref().unwrap().held(),
+            0,
+            "dropping gives the slot back"
+        );
+        let held = one.admit(&mut env).unwrap();
+        held.settle(&Verdict::Success, &mut env);
+        assert_eq!(
+            one.as_ref().unwrap().held(),
+            0,
+            "settling gives the slot back"
+        );
+    }
+
+    #[test]
+    fn some_settles_the_inner_permit_with_the_verdict() {
+        let mut rng = SeededRandom::new(3);
+        let mut env = Env::new(Instant::from_secs(1), &mut rng);
+        let config = Config {
+            minimum_calls: 2,
+            ..Config::DEFAULT
+        };
+        let breaker = Some(Breaker::new(config).unwrap());
+        for _ in 0..2 {
+            breaker
+                .admit(&mut env)
+                .unwrap()
+                .settle(&Verdict::Transient, &mut env);
+        }
+        assert_eq!(breaker.as_ref().unwrap().state(), CircuitState::Open);
+        assert_eq!(
+            breaker.admit(&mut env).unwrap_err().reason(),
+            RejectReason::CircuitOpen
+        );
+        // A dropped (cancelled) permit records nothing.
+        let fresh = Some(Breaker::new(config).unwrap());
+        for _ in 0..4 {
+            drop(fresh.admit(&mut env).unwrap());
+        }
+        assert_eq!(fresh.as_ref().unwrap().state(), CircuitState::Closed);
+    }
+}

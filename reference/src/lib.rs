@@ -23,6 +23,8 @@
 //! the twin is driven single-threaded, where it is exact; where it is approximate even then, the
 //! twin states and checks the bound.
 
+#![forbid(unsafe_code)]
+
 pub mod breaker;
 pub mod budget;
 pub mod bulkhead;

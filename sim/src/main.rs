@@ -8,6 +8,7 @@
 //! Run `sim --help` for everything.
 
 // Without the experiments only the engine and its tests are built.
+#![forbid(unsafe_code)]
 #![cfg_attr(not(feature = "experiments"), allow(dead_code))]
 
 mod cli;

@@ -32,6 +32,11 @@
 //! [`cancel_during_retry_sleep`], [`fallback`], [`handles_share_one_timeline`]; bounded
 //! waiting: [`limiter_queue_zone`], [`served_order`].
 
+// The counting allocator (a `GlobalAlloc`, which cannot be written without `unsafe`) is the
+// one exception, allowed on its module alone.
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
 pub mod alloc;
 pub mod clock;
 pub mod describe;

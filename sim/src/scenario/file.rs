@@ -25,10 +25,10 @@ pub struct Scenario {
     pub episodes: BTreeMap<String, Episode>,
     /// The pipeline, in the format a service loads at start-up: the table a service's
     /// config file has under `[pipelines.NAME]` (see `pipeline::build`).
-    pub pipeline: toml::Table,
+    pub pipeline: resilix_config::section::PipelineConfig,
     /// The retry budgets the pipeline names, as a service's `[budgets.NAME]`.
     #[serde(default)]
-    pub budgets: toml::Table,
+    pub budgets: BTreeMap<String, resilix_config::section::BudgetSection>,
     #[serde(default, rename = "assert")]
     pub asserts: Vec<AssertSpec>,
     /// Merged onto the file for `--quick` (any field, same names).

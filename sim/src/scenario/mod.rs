@@ -42,13 +42,7 @@ pub struct Options {
     pub quiet: bool,
 }
 
-/// A pipeline to run: its table and the budgets it may name.
-#[derive(Clone, Debug)]
-pub struct Source {
-    pub label: String,
-    pub budgets: toml::Table,
-    pub table: toml::Table,
-}
+pub use self::pipeline::Source;
 
 /// One pipeline's run.
 pub struct Run {
@@ -83,71 +77,6 @@ fn stem(p: &Path) -> String {
         .map_or_else(|| "pipeline".into(), |s| s.to_string_lossy().into_owned())
 }
 
-/// A pipeline file, `PATH` or `PATH#NAME`: a service config (`[pipelines.NAME]`, the only
-/// one or the one named, with its `[budgets]`), a scenario (its `[pipeline]` and
-/// `[budgets]`), or a pipeline table at the top level (beside an optional `[budgets]`).
-pub fn read_pipeline(spec: &Path) -> Result<Source, String> {
-    let s = spec.to_string_lossy();
-    let (path, name) = match s.rsplit_once('#') {
-        Some((p, n)) => (PathBuf::from(p), Some(n.to_string())),
-        None => (spec.to_path_buf(), None),
-    };
-    let text =
-        fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut t: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| format!("{}: {e}", path.display()))?;
-    let budgets = match t.remove("budgets") {
-        None => toml::Table::new(),
-        Some(toml::Value::Table(b)) => b,
-        Some(_) => return Err(format!("{}: `budgets` must be a table", path.display())),
-    };
-    let label = name.clone().unwrap_or_else(|| stem(&path));
-    let table = if let Some(toml::Value::Table(mut ps)) = t.remove("pipelines") {
-        let names: Vec<String> = ps.keys().cloned().collect();
-        let pick = match (&name, names.len()) {
-            (Some(n), _) => n.clone(),
-            (None, 1) => names[0].clone(),
-            (None, _) => {
-                return Err(format!(
-                    "{} has {} pipelines: name one, {}#NAME, one of {}",
-                    path.display(),
-                    names.len(),
-                    path.display(),
-                    names.join(", ")
-                ));
-            }
-        };
-        match ps.remove(&pick) {
-            Some(toml::Value::Table(p)) => p,
-            _ => {
-                return Err(format!(
-                    "{}: no pipeline {pick:?} (pipelines: {})",
-                    path.display(),
-                    names.join(", ")
-                ));
-            }
-        }
-    } else if name.is_some() {
-        return Err(format!(
-            "{}: #NAME picks one of [pipelines.NAME], and the file has none",
-            path.display()
-        ));
-    } else if let Some(p) = t.remove("pipeline") {
-        match p {
-            toml::Value::Table(p) => p,
-            _ => return Err(format!("{}: `pipeline` must be a table", path.display())),
-        }
-    } else {
-        t
-    };
-    Ok(Source {
-        label,
-        budgets,
-        table,
-    })
-}
-
 /// Runs the scenario for every pipeline and checks the assertions on each.
 pub fn simulate(o: &Options) -> Result<Outcome, String> {
     let text = fs::read_to_string(&o.file)
@@ -162,15 +91,15 @@ pub fn simulate(o: &Options) -> Result<Outcome, String> {
         .map_err(|e| format!("{}: {e}", o.file.display()))?;
     let seed = o.seed.unwrap_or(scenario.run.seed);
     let mut pipelines = vec![match &o.pipeline {
-        Some(p) => read_pipeline(p)?,
+        Some(p) => pipeline::read(p)?,
         None => Source {
             label: stem(&o.file),
             budgets: scenario.budgets.clone(),
-            table: scenario.pipeline.clone(),
+            pipeline: scenario.pipeline.clone(),
         },
     }];
     if let Some(c) = &o.compare {
-        let mut other = read_pipeline(c)?;
+        let mut other = pipeline::read(c)?;
         if other.label == pipelines[0].label {
             other.label += " (compared)";
         }
@@ -181,7 +110,7 @@ pub fn simulate(o: &Options) -> Result<Outcome, String> {
     for source in pipelines {
         let label = source.label.clone();
         let stacks = (0..scenario.run.instances)
-            .map(|_| pipeline::build(&source.budgets, &source.table))
+            .map(|_| pipeline::build(&source))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("{label}: {e}"))?;
         let mut meter = Meter::new(&format!("scenario {label}"), show);
@@ -567,22 +496,16 @@ pub fn write_report(o: &Outcome, dir: &Path, command: &str, quick: bool) -> std:
     }
     md.push_str("\n## Pipelines\n\n");
     for r in &o.runs {
-        let mut t = toml::Table::new();
-        if !r.source.budgets.is_empty() {
-            t.insert(
-                "budgets".into(),
-                toml::Value::Table(r.source.budgets.clone()),
-            );
-        }
-        t.insert(
-            "pipeline".into(),
-            toml::Value::Table(r.source.table.clone()),
-        );
+        // What ran, in the service's format (absent fields stay absent).
+        let config = resilix_config::Config {
+            budgets: r.source.budgets.clone(),
+            pipelines: [(r.label.clone(), r.source.pipeline.clone())].into(),
+        };
         let _ = writeln!(
             md,
-            "`{}`:\n\n```toml\n{}```\n",
+            "`{}`, as a service's config file:\n\n```toml\n{}```\n",
             r.label,
-            toml::to_string(&t).unwrap_or_default()
+            config.to_toml_string()
         );
     }
     md.push_str("## Metrics\n\n| name | unit | what |\n|---|---|---|\n");

@@ -1,0 +1,170 @@
+//! The shape of a config file, one table per policy, and how each becomes the core's policy.
+//!
+//! Every struct refuses unknown fields, leaves absent fields at the core's documented default
+//! (`core_config` shows exactly what a section means in the core's terms), and builds through
+//! the core's own constructor, so each rule is written once, in the core.
+
+mod breaker;
+mod budget;
+mod bulkhead;
+mod limiter;
+mod rate_limit;
+mod retry;
+mod throttler;
+
+use std::sync::Arc;
+
+use resilix::pipeline::Pipeline;
+use serde::{Deserialize, Serialize};
+
+pub use self::breaker::{
+    BreakerSection, BreakerWindow, COUNT_WINDOW_WORDS, OpenBackoffSection, SlowCallsSection,
+    TIME_WINDOW_BUCKETS, WindowSection,
+};
+pub use self::budget::{
+    BudgetCore, BudgetKind, BudgetSection, ChargeField, RetrySuccessField, TokenBucketPreset,
+};
+pub use self::bulkhead::BulkheadSection;
+pub use self::limiter::{
+    AimdSection, AlgorithmName, Gradient2Section, LimiterSection, VegasSection,
+};
+pub use self::rate_limit::RateLimitSection;
+pub use self::retry::{BackoffSection, Jitter, RetrySection, UncertainRetryField};
+pub use self::throttler::{LocalRejectionsField, ThrottlerSection};
+
+use crate::error::{ConfigError, join};
+use crate::pipeline::ConfiguredPipeline;
+use crate::policy::{Budget, ConfiguredRetry};
+use crate::value::ConfigDuration;
+
+/// One named pipeline: `[pipelines.NAME]` and its policy tables. A table left out is a slot
+/// left empty (no retry, no breaker, ...): the pipeline has only what the file names.
+///
+/// ```
+/// use resilix_config::section::PipelineConfig;
+///
+/// let config: PipelineConfig = toml::from_str(r#"
+///     attempt_timeout = "250ms"
+///     [breaker]
+///     open_wait = "10s"
+/// "#)?;
+/// let pipeline = config.build("pipelines.payments", &|_| None)?;
+/// assert!(pipeline.breaker_ref().is_some());
+/// assert!(pipeline.limiter_ref().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Each attempt's timeout (the innermost slot). Default none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt_timeout: Option<ConfigDuration>,
+    /// Retry (outermost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetrySection>,
+    /// Adaptive throttling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttler: Option<ThrottlerSection>,
+    /// The circuit breaker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<BreakerSection>,
+    /// The adaptive concurrency limiter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limiter: Option<LimiterSection>,
+    /// The bulkhead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulkhead: Option<BulkheadSection>,
+    /// The rate limiter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimitSection>,
+}
+
+impl PipelineConfig {
+    /// Builds the pipeline: every policy new, each in its own `Arc`, the retry spending from
+    /// the budget `budgets` returns for its name (`None`: an unknown budget, an error). `path`
+    /// prefixes every error's field path (`"pipelines.payments"`).
+    ///
+    /// This is the one function from a pipeline's config to a pipeline; [`Config::build`]
+    /// and the simulator's scenarios both call it.
+    ///
+    /// [`Config::build`]: crate::Config::build
+    pub fn build(
+        &self,
+        path: &str,
+        budgets: &dyn Fn(&str) -> Option<Arc<Budget>>,
+    ) -> Result<ConfiguredPipeline, ConfigError> {
+        self.build_reusing(path, budgets, None)
+    }
+
+    /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
+    /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
+    /// its state kept. Every other policy is new. The retry policy holds no state of its own
+    /// and is always rebuilt; its budget is whatever `budgets` returns, which is how a reload
+    /// keeps an unchanged shared budget.
+    ///
+    /// This is where a reload decides, slot by slot, between keeping and starting afresh
+    /// (`slot` below): the seam for in-place reconfiguration. A policy that learns to take a
+    /// new config through `&self` (the rate limiter's `reconfigure` already does) would be
+    /// offered the changed table there, before a fresh one is built.
+    pub fn build_reusing(
+        &self,
+        path: &str,
+        budgets: &dyn Fn(&str) -> Option<Arc<Budget>>,
+        previous: Option<(&PipelineConfig, &ConfiguredPipeline)>,
+    ) -> Result<ConfiguredPipeline, ConfigError> {
+        fn slot<S: PartialEq, P>(
+            section: &Option<S>,
+            previous: Option<(&Option<S>, &Option<Arc<P>>)>,
+            build: impl FnOnce(&S) -> Result<P, ConfigError>,
+        ) -> Result<Option<Arc<P>>, ConfigError> {
+            let Some(s) = section else { return Ok(None) };
+            // Equal table: the same policy, state and all. Any difference: a fresh policy.
+            if let Some((Some(old), Some(policy))) = previous
+                && old == s
+            {
+                return Ok(Some(Arc::clone(policy)));
+            }
+            build(s).map(|p| Some(Arc::new(p)))
+        }
+        let retry = match &self.retry {
+            None => ConfiguredRetry::NONE,
+            Some(r) => ConfiguredRetry::new(r.build(&join(path, "retry"), budgets)?),
+        };
+        let throttler = slot(
+            &self.throttler,
+            previous.map(|(c, p)| (&c.throttler, p.throttler_ref())),
+            |s| s.build(&join(path, "throttler")),
+        )?;
+        let breaker = slot(
+            &self.breaker,
+            previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
+            |s| s.build(&join(path, "breaker")),
+        )?;
+        let limiter = slot(
+            &self.limiter,
+            previous.map(|(c, p)| (&c.limiter, p.limiter_ref())),
+            |s| s.build(&join(path, "limiter")),
+        )?;
+        let bulkhead = slot(
+            &self.bulkhead,
+            previous.map(|(c, p)| (&c.bulkhead, p.bulkhead_ref())),
+            |s| s.build(&join(path, "bulkhead")),
+        )?;
+        let rate_limit = slot(
+            &self.rate_limit,
+            previous.map(|(c, p)| (&c.rate_limit, p.rate_limit_ref())),
+            |s| s.build(&join(path, "rate_limit")),
+        )?;
+        let pipeline = Pipeline::new()
+            .retry(retry)
+            .throttler(throttler)
+            .breaker(breaker)
+            .limiter(limiter)
+            .bulkhead(bulkhead)
+            .rate_limit(rate_limit);
+        Ok(match self.attempt_timeout {
+            Some(t) => pipeline.attempt_timeout(t.0),
+            None => pipeline,
+        })
+    }
+}

@@ -1,0 +1,366 @@
+//! Static stability: a reload that fails to read or validate keeps the last good config and
+//! says so; one that succeeds keeps every unchanged policy (the same `Arc`, its state) and
+//! starts every changed one fresh; readers see whole generations while reloads run.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use resilix::VerdictKind;
+use resilix::breaker::CircuitState;
+use resilix::permit::{Env, Policy};
+use resilix::random::SeededRandom;
+use resilix::retry::budget::RetryBudget;
+use resilix::time::Instant;
+use resilix_config::{Budget, Change, ChangeKind, Config, Live, Problem, ReloadEvent, Reloader};
+
+const V1: &str = r#"
+[budgets.process]
+kind = "token-bucket"
+
+[pipelines.payments]
+attempt_timeout = "250ms"
+[pipelines.payments.retry]
+budget = "process"
+[pipelines.payments.breaker]
+minimum_calls = 10
+[pipelines.payments.bulkhead]
+max_concurrent = 4
+
+[pipelines.search.bulkhead]
+max_concurrent = 2
+"#;
+
+fn config(text: &str) -> Config {
+    Config::from_toml_str(text).unwrap()
+}
+
+fn change(path: &str, kind: ChangeKind) -> Change {
+    Change {
+        path: path.into(),
+        kind,
+    }
+}
+
+fn env(rng: &mut SeededRandom) -> Env<'_, SeededRandom> {
+    Env::new(Instant::from_secs(1), rng)
+}
+
+fn balance(live: &Live) -> u32 {
+    match &**live.load().budget("process").unwrap() {
+        Budget::TokenBucket(b) => b.balance().as_milli(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
+    let live = Live::new(config(V1)).unwrap();
+    let mut rng = SeededRandom::new(1);
+    let before = live.pipeline("payments").unwrap();
+    let breaker = before.breaker_ref().clone().unwrap();
+    breaker.force_open(&mut env(&mut rng));
+    let held = before.bulkhead_ref().clone().unwrap();
+    let _slot = held.admit(&mut env(&mut rng)).unwrap();
+    let budget = live.load().budget("process").unwrap().clone();
+    assert!(budget.try_spend(Instant::from_secs(1), VerdictKind::Transient));
+    let spent = balance(&live);
+
+    // Only the bulkhead's table changes.
+    let v2 = V1.replace("max_concurrent = 4", "max_concurrent = 8");
+    let event = live.reload(Ok(config(&v2)));
+    assert_eq!(
+        event,
+        ReloadEvent::ConfigApplied {
+            generation: 1,
+            changes: vec![
+                change("budgets.process", ChangeKind::Kept),
+                change("pipelines.payments.attempt_timeout", ChangeKind::Kept),
+                change("pipelines.payments.retry", ChangeKind::Kept),
+                change("pipelines.payments.breaker", ChangeKind::Kept),
+                change("pipelines.payments.bulkhead", ChangeKind::Fresh),
+                change("pipelines.search.bulkhead", ChangeKind::Kept),
+            ],
+        }
+    );
+    let after = live.pipeline("payments").unwrap();
+    let kept = after.breaker_ref().as_ref().unwrap();
+    assert!(Arc::ptr_eq(kept, &breaker), "the same breaker");
+    assert_eq!(kept.state(), CircuitState::ForcedOpen, "with its state");
+    let fresh = after.bulkhead_ref().as_ref().unwrap();
+    assert!(!Arc::ptr_eq(fresh, &held));
+    assert_eq!(
+        (fresh.max_concurrent(), fresh.held()),
+        (8, 0),
+        "fresh: no slot held"
+    );
+    assert_eq!(
+        held.held(),
+        1,
+        "the old bulkhead lives on for the call still holding it"
+    );
+    assert!(Arc::ptr_eq(live.load().budget("process").unwrap(), &budget));
+    assert_eq!(balance(&live), spent, "the budget kept what it spent");
+    let retry_budget = after.retry_policy().get().unwrap().budget().get().unwrap();
+    assert!(
+        Arc::ptr_eq(retry_budget, &budget),
+        "the rebuilt retry spends from it"
+    );
+
+    // Now the breaker's table changes: a fresh, closed breaker; the budget's too.
+    let v3 = v2
+        .replace("minimum_calls = 10", "minimum_calls = 20")
+        .replace(
+            "kind = \"token-bucket\"",
+            "kind = \"token-bucket\"\ncapacity = 600",
+        );
+    let ReloadEvent::ConfigApplied {
+        generation,
+        changes,
+    } = live.reload(Ok(config(&v3)))
+    else {
+        panic!()
+    };
+    assert_eq!(generation, 2);
+    assert!(changes.contains(&change("pipelines.payments.breaker", ChangeKind::Fresh)));
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Fresh)));
+    let now = live.pipeline("payments").unwrap();
+    assert_eq!(
+        now.breaker_ref().as_ref().unwrap().state(),
+        CircuitState::Closed
+    );
+    let new_budget = now.retry_policy().get().unwrap().budget().get().unwrap();
+    assert!(!Arc::ptr_eq(new_budget, &budget));
+    assert_eq!(
+        balance(&live),
+        500_000,
+        "a fresh bucket holds its initial tokens again"
+    );
+}
+
+#[test]
+fn a_bad_reload_keeps_the_last_good_config_and_says_so() {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let log = heard.clone();
+    let live = Live::new(config(V1))
+        .unwrap()
+        .with_listener(move |e| log.lock().unwrap().push(e.clone()));
+    let good = live.load_full();
+
+    let invalid = V1.replace(
+        "minimum_calls = 10",
+        "minimum_calls = 10\nhalf_open_probes = 0",
+    );
+    let syntax = V1.replace("[pipelines.search.bulkhead]", "[pipelines.search.bulkhead");
+    let unknown = V1.replace("max_concurrent = 2", "max_concurent = 2");
+    let offers = [
+        (
+            Config::from_toml_str(&invalid),
+            "pipelines.payments.breaker.half_open_probes",
+        ),
+        (Config::from_toml_str(&syntax), ""),
+        (
+            Config::from_toml_str(&unknown),
+            "pipelines.search.bulkhead.max_concurent",
+        ),
+        (Config::from_path("/nonexistent/resilience.toml"), ""),
+    ];
+    for (i, (offer, path)) in offers.into_iter().enumerate() {
+        match live.reload(offer) {
+            ReloadEvent::ConfigRejected {
+                error,
+                kept_generation,
+            } => {
+                assert_eq!(error.path(), path);
+                assert_eq!(kept_generation, 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(Arc::ptr_eq(&live.load_full(), &good), "nothing swapped");
+        let status = live.status();
+        assert_eq!(status.generation, 0);
+        assert_eq!(status.rejections_since_applied, i as u64 + 1);
+        assert_eq!(status.last_rejection.unwrap().path(), path);
+    }
+    let text = live.status().last_rejection.unwrap().to_string();
+    assert!(
+        text.contains("cannot read /nonexistent/resilience.toml"),
+        "{text}"
+    );
+    // Traffic still has every pipeline of the last good config.
+    assert!(live.pipeline("payments").is_some() && live.pipeline("search").is_some());
+
+    // The next good config clears the degradation.
+    let v2 = V1.replace("max_concurrent = 2", "max_concurrent = 3");
+    assert!(matches!(
+        live.reload(Ok(config(&v2))),
+        ReloadEvent::ConfigApplied { generation: 1, .. }
+    ));
+    let status = live.status();
+    assert_eq!((status.generation, status.rejections_since_applied), (1, 0));
+    assert!(status.last_rejection.is_none());
+
+    let heard = heard.lock().unwrap();
+    assert_eq!(heard.len(), 5, "the listener hears every reload");
+    assert!(
+        heard[..4]
+            .iter()
+            .all(|e| matches!(e, ReloadEvent::ConfigRejected { .. }))
+    );
+}
+
+#[test]
+fn an_empty_config_never_replaces_live_pipelines() {
+    let live = Live::new(config(V1)).unwrap();
+    for empty in ["", "# truncated\n", "[budgets.process]\nkind = \"ratio\"\n"] {
+        match live.reload(Config::from_toml_str(empty)) {
+            ReloadEvent::ConfigRejected { error, .. } => {
+                assert_eq!(error.path(), "pipelines");
+                assert_eq!(error.problem(), &Problem::NoPipelines { live: 2 });
+                assert!(error.to_string().contains("truncated"), "{error}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(live.pipeline("payments").is_some());
+    // Starting from none, an empty config is just empty.
+    let none = Live::new(Config::default()).unwrap();
+    assert_eq!(
+        none.reload(Ok(Config::default())),
+        ReloadEvent::ConfigUnchanged { generation: 0 }
+    );
+}
+
+#[test]
+fn an_equal_config_swaps_nothing() {
+    let live = Live::new(config(V1)).unwrap();
+    let before = live.load_full();
+    assert_eq!(
+        live.reload(Ok(config(V1))),
+        ReloadEvent::ConfigUnchanged { generation: 0 }
+    );
+    assert!(Arc::ptr_eq(&live.load_full(), &before));
+}
+
+#[test]
+fn pipelines_and_budgets_added_and_removed_are_reported() {
+    let live = Live::new(config(V1)).unwrap();
+    let v2 = r#"
+        [budgets.other]
+        kind = "ratio"
+        [pipelines.payments.breaker]
+        minimum_calls = 10
+        [pipelines.payments.limiter]
+        [pipelines.ledger]
+    "#;
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(v2))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![
+            change("budgets.other", ChangeKind::Added),
+            change("budgets.process", ChangeKind::Removed),
+            change("pipelines.ledger", ChangeKind::Added),
+            change("pipelines.payments.attempt_timeout", ChangeKind::Removed),
+            change("pipelines.payments.retry", ChangeKind::Removed),
+            change("pipelines.payments.breaker", ChangeKind::Kept),
+            change("pipelines.payments.limiter", ChangeKind::Added),
+            change("pipelines.payments.bulkhead", ChangeKind::Removed),
+            change("pipelines.search", ChangeKind::Removed),
+        ]
+    );
+    assert!(live.pipeline("search").is_none());
+    assert!(live.load().budget("process").is_none());
+}
+
+#[test]
+fn the_reloader_offers_a_file_once_per_change_of_its_text() {
+    let dir = std::env::temp_dir().join(format!("resilix-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("resilience.toml");
+    std::fs::write(&file, V1).unwrap();
+    let live = Arc::new(Live::from_path(&file).unwrap());
+    let mut reloader = Reloader::new(live.clone(), &file);
+    assert_eq!(
+        reloader.poll(),
+        Some(ReloadEvent::ConfigUnchanged { generation: 0 })
+    );
+    assert_eq!(reloader.poll(), None);
+    std::fs::write(
+        &file,
+        V1.replace("max_concurrent = 2", "max_concurrent = 0"),
+    )
+    .unwrap();
+    assert!(matches!(
+        reloader.poll(),
+        Some(ReloadEvent::ConfigRejected { .. })
+    ));
+    assert_eq!(reloader.poll(), None, "a bad file is reported once");
+    std::fs::remove_file(&file).unwrap();
+    assert!(
+        matches!(reloader.poll(), Some(ReloadEvent::ConfigRejected { .. })),
+        "gone"
+    );
+    assert_eq!(reloader.poll(), None);
+    std::fs::write(
+        &file,
+        V1.replace("max_concurrent = 2", "max_concurrent = 6"),
+    )
+    .unwrap();
+    assert!(matches!(
+        reloader.poll(),
+        Some(ReloadEvent::ConfigApplied { generation: 1, .. })
+    ));
+    assert_eq!(live.status().rejections_since_applied, 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Readers on four threads load the live config in a loop while a writer reloads it 300
+/// times: every load is a whole generation (its pipeline matches its own config), and each
+/// reader sees generations only go forward.
+#[test]
+fn readers_see_whole_generations_in_order_while_reloads_run() {
+    let live = Arc::new(Live::new(config(V1)).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let loads = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (live, stop, loads) = (live.clone(), stop.clone(), loads.clone());
+            std::thread::spawn(move || {
+                let mut last = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    let now = live.load();
+                    assert!(now.generation() >= last, "generations go forward");
+                    last = now.generation();
+                    let cap = now
+                        .get("search")
+                        .unwrap()
+                        .bulkhead_ref()
+                        .as_ref()
+                        .unwrap()
+                        .max_concurrent();
+                    let written = now.config().pipelines["search"]
+                        .bulkhead
+                        .unwrap()
+                        .max_concurrent;
+                    assert_eq!(Some(cap), written, "a whole generation");
+                    loads.fetch_add(1, Ordering::Relaxed);
+                }
+                last
+            })
+        })
+        .collect();
+    for i in 0..300u32 {
+        let text = V1.replace("max_concurrent = 2", &format!("max_concurrent = {}", 3 + i));
+        assert!(matches!(
+            live.reload(Ok(config(&text))),
+            ReloadEvent::ConfigApplied { .. }
+        ));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().unwrap() <= 300);
+    }
+    assert_eq!(live.load().generation(), 300);
+    assert!(loads.load(Ordering::Relaxed) > 0);
+}
