@@ -126,7 +126,12 @@ impl Areas {
     fn advance(&mut self, to: f64, width: f64, buckets: &mut [Bucket]) {
         let mut t = self.since;
         while t < to {
-            let idx = (t / width) as usize;
+            let mut idx = (t / width) as usize;
+            // `t / width` can round below a boundary `t` sits on; without this the end of
+            // the bucket would be `t` itself and the loop would never advance.
+            while (idx + 1) as f64 * width <= t {
+                idx += 1;
+            }
             if idx >= buckets.len() {
                 break;
             }
@@ -359,10 +364,18 @@ pub fn run<'a, S: Stack>(
                     Arrival::Started(service) => {
                         queue.schedule(now.saturating_add(service), Ev::Finish(job));
                     }
-                    Arrival::Queued => {
+                    Arrival::Queued { evicted } => {
                         if let Some(i) = b {
                             buckets[i].queue_max =
                                 buckets[i].queue_max.max(server.queue_len() as u64);
+                        }
+                        if let Some(e) = evicted {
+                            let src = slots[e.slot].as_ref().map_or(src, |s| s.source);
+                            let back = net.sample(&mut sources[src].rng);
+                            queue.schedule(
+                                now.saturating_add(back),
+                                Ev::Reply(e.slot, e.attempt, server.overload()),
+                            );
                         }
                     }
                 }
@@ -562,5 +575,152 @@ impl Meter {
             eprintln!();
             self.shown = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::metrics::{Metric, value};
+    use crate::scenario::pipeline::{Source, build, gauges};
+
+    fn run_text(text: &str, seed: u64) -> RunOutput {
+        let sc = Scenario::parse(text, false).unwrap();
+        let source = Source {
+            label: "t".into(),
+            budgets: sc.budgets.clone(),
+            pipeline: sc.pipeline.clone(),
+        };
+        let stacks: Vec<_> = (0..sc.run.instances)
+            .map(|_| build(&source).unwrap())
+            .collect();
+        run(&sc, &stacks, &gauges, seed, &mut |_| {}).unwrap()
+    }
+
+    fn all(out: &RunOutput, m: Metric) -> f64 {
+        value(out, m, None, 0..out.buckets.len()).unwrap()
+    }
+
+    const UPSTREAM: &str = r#"
+        [upstream]
+        servers = 100
+        queue = 10
+        latency = { dist = "constant", value = "100ms" }
+    "#;
+
+    /// Closed users never overlap their own calls: with 20 users thinking 400 ms on
+    /// average, calls of 100 ms and room for all, each user completes one call per
+    /// 500 ms, 40 calls/s, and at most 20 are in flight.
+    #[test]
+    fn closed_users_call_one_at_a_time() {
+        let out = run_text(
+            &format!(
+                "[run]\nduration = \"60s\"\nbucket = \"1s\"\n[clients.users]\nkind = \"closed\"\nusers = 20\nthink = \"400ms\"\n{UPSTREAM}\n[pipeline]\n"
+            ),
+            3,
+        );
+        let rate = all(&out, Metric::Offered);
+        assert!((rate - 40.0).abs() < 2.0, "{rate}");
+        // Little: 40/s × 100 ms = 4 busy servers on average; never more than the 20 users.
+        let busy = out.buckets.iter().map(|b| b.busy_area).sum::<f64>() / 60.0;
+        assert!((busy - 4.0).abs() < 0.3, "{busy}");
+        assert_eq!(out.buckets.iter().map(|b| b.queue_max).max(), Some(0));
+        assert_eq!(all(&out, Metric::Goodput), 1.0);
+    }
+
+    /// Open arrivals follow the profile's steps, bucket by bucket.
+    #[test]
+    fn open_arrivals_follow_a_stepped_profile() {
+        let out = run_text(
+            &format!(
+                "[run]\nduration = \"30s\"\nbucket = \"10s\"\n[clients.web]\nkind = \"open\"\nrate = 100\nprofile = {{ shape = \"steps\", steps = [{{ at = \"10s\", scale = 3.0 }}, {{ at = \"20s\", scale = 0.5 }}] }}\n{UPSTREAM}\n[pipeline]\n"
+            ),
+            4,
+        );
+        let per: Vec<f64> = (0..3)
+            .map(|i| value(&out, Metric::Offered, None, i..i + 1).unwrap())
+            .collect();
+        for (got, want) in per.iter().zip([100.0, 300.0, 50.0]) {
+            assert!((got / want - 1.0).abs() < 0.08, "{per:?}");
+        }
+    }
+
+    /// Under overload the upstream serves the higher priority first: its calls succeed while
+    /// the other group's are refused at the full queue.
+    #[test]
+    fn the_upstream_serves_higher_priorities_first() {
+        let out = run_text(
+            r#"
+            [run]
+            duration = "30s"
+            [clients.checkout]
+            kind = "open"
+            rate = 40
+            priority = 5
+            [clients.browse]
+            kind = "open"
+            rate = 40
+            [upstream]
+            servers = 5
+            queue = 20
+            latency = { dist = "constant", value = "100ms" }
+            [pipeline]
+            "#,
+            5,
+        );
+        let goodput = |g| value(&out, Metric::Goodput, Some(g), 0..out.buckets.len()).unwrap();
+        // Capacity 50/s for 80/s offered; clients are ordered by name: browse 0, checkout 1.
+        assert!(goodput(1) > 0.99, "checkout {}", goodput(1));
+        assert!(goodput(0) < 0.4, "browse {}", goodput(0));
+    }
+
+    /// An attempt timeout below the service time: every attempt times out, the caller
+    /// gives up, and every request the server finishes is work nobody waits for.
+    #[test]
+    fn timed_out_attempts_leave_wasted_work_behind() {
+        let out = run_text(
+            &format!(
+                "[run]\nduration = \"20s\"\n[clients.web]\nkind = \"open\"\nrate = 50\n{UPSTREAM}\n[pipeline]\nattempt_timeout = \"50ms\"\n[pipeline.retry]\nmax_attempts = 2\n"
+            ),
+            6,
+        );
+        assert_eq!(all(&out, Metric::Goodput), 0.0);
+        // (Attempts sent in the last 50 ms time out after the series end.)
+        assert!(all(&out, Metric::TimeoutFraction) > 0.99);
+        assert!(all(&out, Metric::Wasted) == 1.0);
+        let amp = all(&out, Metric::LoadAmplification);
+        assert!((amp - 2.0).abs() < 0.05, "{amp}");
+    }
+
+    /// A bucket width that is not a round number of seconds (the default: the duration /
+    /// 120) and events on its boundaries: the time integrals still advance (they once
+    /// looped forever on a boundary that `t / width` rounded below).
+    #[test]
+    fn integrals_cross_bucket_boundaries_of_any_width() {
+        let mut buckets = vec![Bucket::default(); 3];
+        let width = 20.0 / 120.0;
+        let mut a = Areas {
+            since: 0.0,
+            queue: 1.0,
+            busy: 2.0,
+            capacity: 4.0,
+        };
+        for k in 1..=3 {
+            a.advance(k as f64 * width, width, &mut buckets);
+        }
+        for b in &buckets {
+            assert!(
+                (b.queue_area - width).abs() < 1e-12
+                    && (b.capacity_area - 4.0 * width).abs() < 1e-12
+            );
+        }
+    }
+
+    /// A run is a function of its seed alone.
+    #[test]
+    fn the_same_seed_gives_the_same_buckets() {
+        let text = "[run]\nduration = \"20s\"\n[clients.web]\nkind = \"open\"\nrate = 200\n[upstream]\nservers = 3\nqueue = 5\nlatency = { dist = \"exponential\", mean = \"10ms\" }\n[pipeline.retry]\nmax_attempts = 3\n[pipeline.breaker]\n";
+        assert_eq!(run_text(text, 9).buckets, run_text(text, 9).buckets);
+        assert_ne!(run_text(text, 9).buckets, run_text(text, 10).buckets);
     }
 }

@@ -69,8 +69,9 @@ pub enum Arrival {
     Answer(Duration, Verdict),
     /// Started at once; it finishes after this long.
     Started(Duration),
-    /// Waiting for a server.
-    Queued,
+    /// Waiting for a server. A full queue makes room for a higher priority by turning away
+    /// the newest waiter of the lowest priority below it, which is answered `Overload`.
+    Queued { evicted: Option<Job> },
 }
 
 pub struct Server<'a> {
@@ -142,18 +143,28 @@ impl<'a> Server<'a> {
             self.busy += 1;
             return Arrival::Started(self.service(t, rng));
         }
-        if self.queued >= self.spec.queue as usize {
-            return Arrival::Answer(
-                Duration::ZERO,
-                Verdict::Overload {
-                    retry_after: self.spec.retry_after.map(|r| r.0),
-                },
-            );
-        }
         let level = self.level(job.priority);
+        let mut evicted = None;
+        if self.queued >= self.spec.queue as usize {
+            let lower = self.waiting[..level].iter().position(|q| !q.is_empty());
+            match lower {
+                Some(l) => {
+                    evicted = self.waiting[l].pop_back();
+                    self.queued -= 1;
+                }
+                None => return Arrival::Answer(Duration::ZERO, self.overload()),
+            }
+        }
         self.waiting[level].push_back(job);
         self.queued += 1;
-        Arrival::Queued
+        Arrival::Queued { evicted }
+    }
+
+    /// The answer to a request the queue has no room for.
+    pub fn overload(&self) -> Verdict {
+        Verdict::Overload {
+            retry_after: self.spec.retry_after.map(|r| r.0),
+        }
     }
 
     fn level(&self, priority: u8) -> usize {
@@ -251,8 +262,14 @@ mod tests {
             srv.arrive(t, job(1, 0), &mut rng),
             Arrival::Started(Duration::from_millis(10))
         );
-        assert_eq!(srv.arrive(t, job(2, 0), &mut rng), Arrival::Queued);
-        assert_eq!(srv.arrive(t, job(3, 0), &mut rng), Arrival::Queued);
+        assert_eq!(
+            srv.arrive(t, job(2, 0), &mut rng),
+            Arrival::Queued { evicted: None }
+        );
+        assert_eq!(
+            srv.arrive(t, job(3, 0), &mut rng),
+            Arrival::Queued { evicted: None }
+        );
         assert_eq!(
             srv.arrive(t, job(4, 0), &mut rng),
             Arrival::Answer(
@@ -275,13 +292,45 @@ mod tests {
         let t = Duration::ZERO;
         srv.arrive(t, job(1, 0), &mut rng);
         for (a, p) in [(2, 0), (3, 0), (4, 5), (5, 0), (6, 5)] {
-            assert_eq!(srv.arrive(t, job(a, p), &mut rng), Arrival::Queued);
+            assert_eq!(
+                srv.arrive(t, job(a, p), &mut rng),
+                Arrival::Queued { evicted: None }
+            );
         }
         let order: Vec<u64> = (0..5)
             .map(|_| srv.free(t, true, &mut rng)[0].0.attempt)
             .collect();
         // Priority 5 first (newest first within it), then priority 0 newest first.
         assert_eq!(order, [6, 4, 5, 3, 2]);
+    }
+
+    #[test]
+    fn a_full_queue_turns_away_the_newest_lower_priority_waiter() {
+        let s = spec(1, 2, Discipline::Fcfs);
+        let mut srv = Server::new(&s, &[], &[0, 1, 5]);
+        let mut rng = SeededRandom::new(1);
+        let t = Duration::ZERO;
+        srv.arrive(t, job(1, 0), &mut rng);
+        srv.arrive(t, job(2, 0), &mut rng);
+        srv.arrive(t, job(3, 1), &mut rng);
+        // Full: a priority-5 arrival evicts the newest priority-0 waiter (job 2).
+        assert_eq!(
+            srv.arrive(t, job(4, 5), &mut rng),
+            Arrival::Queued {
+                evicted: Some(job(2, 0))
+            }
+        );
+        assert_eq!(srv.queue_len(), 2);
+        // Nothing below priority 0: refused at the door.
+        assert!(matches!(
+            srv.arrive(t, job(5, 0), &mut rng),
+            Arrival::Answer(_, Verdict::Overload { .. })
+        ));
+        // A priority-1 arrival finds only priorities 1 and 5 waiting: refused too.
+        assert!(matches!(
+            srv.arrive(t, job(6, 1), &mut rng),
+            Arrival::Answer(_, Verdict::Overload { .. })
+        ));
     }
 
     #[test]
@@ -343,7 +392,10 @@ mod tests {
         );
         // One still busy from 350 ms; at 750 ms only one server serves.
         assert_eq!(srv.servers(d(750).0), 1);
-        assert_eq!(srv.arrive(d(750).0, job(4, 0), &mut rng), Arrival::Queued);
+        assert_eq!(
+            srv.arrive(d(750).0, job(4, 0), &mut rng),
+            Arrival::Queued { evicted: None }
+        );
         assert!(
             srv.free(d(800).0, false, &mut rng).len() == 1,
             "capacity back at 800 ms"
