@@ -245,6 +245,64 @@ mod tests {
         assert!(!Arc::ptr_eq(&budget(&a), &budget(&b)));
     }
 
+    /// A pipeline comes from a pipeline file, or from the service's own config file (TOML or
+    /// JSON), picked by name when it has several.
+    #[test]
+    fn pipelines_are_read_from_pipeline_files_and_service_configs() {
+        let dir =
+            std::env::temp_dir().join(format!("resilix-pipeline-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let one = write(
+            "one.toml",
+            "[budgets.b]\nkind = \"ratio\"\n[pipeline.retry]\nbudget = \"b\"\n",
+        );
+        let s = read(&one).unwrap();
+        assert_eq!((s.label.as_str(), s.budgets.len()), ("one", 1));
+        assert!(build(&s).is_ok());
+        let service = write(
+            "service.toml",
+            "[pipelines.reads]\nattempt_timeout = \"1s\"\n[pipelines.writes.retry]\nmax_attempts = 2\n",
+        );
+        let e = read(&service).unwrap_err();
+        assert!(
+            e.contains("has 2 pipelines") && e.contains("reads, writes"),
+            "{e}"
+        );
+        let writes = read(&PathBuf::from(format!("{}#writes", service.display()))).unwrap();
+        assert_eq!(writes.label, "writes");
+        assert_eq!(
+            build(&writes)
+                .unwrap()
+                .retry_policy()
+                .get()
+                .unwrap()
+                .config()
+                .max_attempts(),
+            2
+        );
+        let e = read(&PathBuf::from(format!("{}#deletes", service.display()))).unwrap_err();
+        assert!(e.contains("no pipeline \"deletes\""), "{e}");
+        let json = write(
+            "service.json",
+            r#"{"pipelines": {"reads": {"attempt_timeout": "250ms"}}}"#,
+        );
+        assert!(
+            build(&read(&json).unwrap())
+                .unwrap()
+                .attempt_timeout_value()
+                .is_some()
+        );
+        let typo = write("typo.toml", "[pipeline]\nattempt_timeuot = \"1s\"\n");
+        let e = read(&typo).unwrap_err();
+        assert!(e.contains("attempt_timeuot") && e.contains("line 2"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn the_core_refusals_name_the_field() {
         for (p, says) in [
