@@ -66,6 +66,7 @@ pub mod bulkhead;
 pub mod call;
 pub mod chaos;
 pub mod classify;
+pub mod control;
 pub mod error;
 pub mod execute;
 pub mod fallback;

@@ -23,7 +23,9 @@
 mod event;
 pub mod histogram;
 
-pub use event::{CircuitState, Degradation, Event, HedgeRefusal, Injected, TransitionCause};
+pub use event::{
+    CircuitState, Degradation, Event, HedgeRefusal, Injected, PolicyKind, TransitionCause,
+};
 pub use histogram::DurationHistogram;
 
 /// Receives the typed events of policies, pipelines and retry drivers.
