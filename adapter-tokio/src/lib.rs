@@ -144,6 +144,7 @@ mod clock;
 mod statics;
 
 pub mod chaos;
+pub mod gauges;
 pub mod hedge;
 #[cfg(feature = "http")]
 pub mod http;
