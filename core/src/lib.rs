@@ -79,6 +79,7 @@ pub mod permit;
 pub mod pipeline;
 pub mod random;
 pub mod rate_limit;
+pub mod rate_wait;
 pub mod rejection;
 pub mod release;
 pub mod resilience;

@@ -1,5 +1,5 @@
-//! The rate limiter's operator control: reset to a full bucket (see `crate::control`). A
-//! child of `limiter.rs` (declared there by path), so it reaches the state word without
+//! The rate limiter's operator control, reset to a full bucket (see `crate::control`), and
+//! the peek a waiting caller sleeps on (`crate::rate_wait`). A child of `limiter.rs` (declared there by path), so it reaches the state word without
 //! widening any field's visibility.
 
 use super::{RateLimiter, SLOT_BIT};
@@ -7,8 +7,10 @@ use crate::control::emit_reset;
 use crate::observe::{Observer, PolicyKind};
 use crate::permit::Env;
 use crate::random::Random;
-use crate::rate_limit::gcra::{TICK_BITS, era_count};
+use crate::rate_limit::gcra::{Decision, TICK_BITS, TICK_MASK, era_count};
+use crate::rejection::{RejectReason, Rejection};
 use crate::sync::Ordering;
+use crate::time::Instant;
 
 impl RateLimiter {
     /// Fills the bucket at `env.now`: the cells spent are forgotten and the full burst is
@@ -54,5 +56,34 @@ impl RateLimiter {
             }
         }
         emit_reset(PolicyKind::RateLimiter, env);
+    }
+
+    /// Whether one cell would be admitted at `now`, without taking it: the same decision as
+    /// [`try_acquire`](Self::try_acquire), and its refusal carries the same retry-at (when a
+    /// cell will be there, if nobody else takes it first). What a caller that waits for a
+    /// cell sleeps on (`crate::rate_wait`). A snapshot: another caller may take the cell
+    /// between the peek and an admission.
+    ///
+    /// ```
+    /// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+    /// use resilix::time::Instant;
+    ///
+    /// let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(1))).unwrap();
+    /// let now = Instant::from_secs(5);
+    /// assert!(limiter.peek(now).is_ok());
+    /// assert!(limiter.peek(now).is_ok(), "a peek takes nothing");
+    /// limiter.try_acquire(now).unwrap();
+    /// let refused = limiter.peek(now).unwrap_err();
+    /// assert_eq!(refused.retry_at(), limiter.try_acquire(now).unwrap_err().retry_at());
+    /// ```
+    pub fn peek(&self, now: Instant) -> Result<(), Rejection> {
+        let (word, seen, g) = self.current();
+        match g.decide(word & TICK_MASK, seen, g.now(now), 1) {
+            Decision::Admit(_) => Ok(()),
+            Decision::Wait(tick) => Err(Rejection::until(
+                RejectReason::RateLimited,
+                g.scale().instant_at(tick),
+            )),
+        }
     }
 }
