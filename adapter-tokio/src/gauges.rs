@@ -29,11 +29,12 @@
 //! ```
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use resilix::breaker::{Breaker, OutcomeWindow};
 use resilix::bulkhead::Bulkhead;
 use resilix::limiter::Limiter;
-use resilix::observe::CircuitState;
+use resilix::observe::{CircuitState, DurationHistogram, TimeoutAdvice};
 use resilix::pipeline::Pipeline;
 use resilix::rate_limit::RateLimiter;
 use resilix::retry::budget::{RatioBudget, TokenBucket};
@@ -59,6 +60,9 @@ pub enum Gauge {
     BudgetBalance(f64),
     /// Whole cells a rate limiter could admit now.
     RateLimitAvailable(u32),
+    /// The attempt timeout an upstream's latency suggests ([`TimeoutAdvice`]): only once the
+    /// histogram holds the advice's minimum of samples.
+    SuggestedTimeout(Duration),
 }
 
 impl Gauge {
@@ -72,6 +76,7 @@ impl Gauge {
             Gauge::ThrottleProbability(_) => "resilix_throttle_probability",
             Gauge::BudgetBalance(_) => "resilix_retry_budget_balance",
             Gauge::RateLimitAvailable(_) => "resilix_rate_limit_available",
+            Gauge::SuggestedTimeout(_) => "resilix_suggested_attempt_timeout_seconds",
         }
     }
 
@@ -84,6 +89,7 @@ impl Gauge {
             | Gauge::BulkheadInUse(n)
             | Gauge::RateLimitAvailable(n) => f64::from(n),
             Gauge::ThrottleProbability(p) | Gauge::BudgetBalance(p) => p,
+            Gauge::SuggestedTimeout(d) => d.as_secs_f64(),
         }
     }
 }
@@ -92,7 +98,7 @@ impl Gauge {
 /// Closed is 0 so that a sum over upstreams counts the ones not closed.
 ///
 /// ```
-/// use resilix::observe::CircuitState;
+/// use resilix::observe::{CircuitState, DurationHistogram, TimeoutAdvice};
 /// assert_eq!(resilix_tokio::gauges::circuit_state_value(CircuitState::HalfOpen), 2.0);
 /// ```
 pub const fn circuit_state_value(state: CircuitState) -> f64 {
@@ -175,6 +181,40 @@ impl<const B: usize> Gauged for RatioBudget<B> {
 impl Gauged for RateLimiter {
     fn gauges(&self, now: Instant, read: &mut dyn FnMut(Gauge)) {
         read(Gauge::RateLimitAvailable(self.available(now)));
+    }
+}
+
+/// The attempt timeout the recorded latency suggests, by [`TimeoutAdvice::DEFAULT`] (the p99
+/// plus 25 %, from 100 samples); nothing before that. For other advice, [`Advised`].
+impl<const P: u32, const B: usize> Gauged for DurationHistogram<P, B> {
+    fn gauges(&self, now: Instant, read: &mut dyn FnMut(Gauge)) {
+        Advised(self, TimeoutAdvice::DEFAULT).gauges(now, read)
+    }
+}
+
+/// A latency histogram read with a chosen [`TimeoutAdvice`].
+///
+/// ```
+/// use std::time::Duration;
+/// use resilix::observe::{DurationHistogram, TimeoutAdvice};
+/// use resilix::time::Instant;
+/// use resilix_tokio::gauges::{Advised, Gauge, Gauged};
+///
+/// let latency = DurationHistogram::new();
+/// latency.record(Duration::from_millis(40));
+/// let p50 = TimeoutAdvice::new(0.5, 0, 1).unwrap();
+/// let mut seen = Vec::new();
+/// Advised(&latency, p50).gauges(Instant::ZERO, &mut |g| seen.push(g));
+/// assert_eq!(seen, [Gauge::SuggestedTimeout(Duration::from_millis(40))]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Advised<H>(pub H, pub TimeoutAdvice);
+
+impl<const P: u32, const B: usize> Gauged for Advised<&DurationHistogram<P, B>> {
+    fn gauges(&self, _now: Instant, read: &mut dyn FnMut(Gauge)) {
+        if let Some(t) = self.1.suggest(self.0) {
+            read(Gauge::SuggestedTimeout(t));
+        }
     }
 }
 

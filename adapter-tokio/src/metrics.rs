@@ -24,6 +24,7 @@
 //! | `resilix_throttle_probability` | gauge | `upstream`; the throttler's shed probability, 0 to its cap | each `sample` |
 //! | `resilix_retry_budget_balance` | gauge | `upstream`; tokens in a token bucket, retries left in a ratio budget's window | each `sample` |
 //! | `resilix_rate_limit_available` | gauge | `upstream`; whole cells the rate limiter could admit now | each `sample` |
+//! | `resilix_suggested_attempt_timeout_seconds` | gauge | `upstream`; the p99 of settled attempts plus 25 % ([`TimeoutAdvice`](resilix::observe::TimeoutAdvice)), once 100 are recorded | each `sample` of the upstream's `DurationHistogram` |
 //!
 //! Gauges that change at every call are read by [`MetricsObserver::sample`], not per call
 //! (see [`crate::gauges`] for why): call it once at start, so a dashboard has every initial

@@ -224,3 +224,36 @@ fn the_sampling_task_samples_at_start_and_every_period() {
         })
     });
 }
+
+/// The timeout advice as a gauge: absent until the histogram holds 100 settled attempts, then
+/// the p99 plus 25 %. The histogram is the upstream's observer, so only settled attempts
+/// reach it.
+#[tokio::test(start_paused = true)]
+async fn the_suggested_timeout_appears_once_the_histogram_is_full_enough() {
+    use resilix::call::CallOptions;
+    use resilix::observe::DurationHistogram;
+    use resilix_tokio::Resilience;
+
+    let latency = DurationHistogram::new();
+    let pipeline = Pipeline::new();
+    let resilience = Resilience::new(&pipeline).observer(&latency);
+    let key = "resilix_suggested_attempt_timeout_seconds{upstream=search}";
+    for i in 0..100u64 {
+        let out = resilience
+            .execute(CallOptions::default(), || async move {
+                // 99 calls of 10 ms and one of 2 s: the p99 is 10 ms, not the outlier.
+                let took = if i == 50 { 2_000 } else { 10 };
+                tokio::time::sleep(Duration::from_millis(took)).await;
+                Ok::<_, ()>(())
+            })
+            .await;
+        assert!(out.is_ok());
+        let ((), got) = recorded(|| MetricsObserver::new("search").sample(&latency, Instant::ZERO));
+        if i < 99 {
+            assert_eq!(got.get(key), None, "{} samples are too few", i + 1);
+        } else {
+            let s = got[key];
+            assert!((s - 0.0125).abs() <= 0.0125 / 16.0, "{s}");
+        }
+    }
+}

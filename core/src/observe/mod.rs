@@ -20,9 +20,11 @@
 //! }
 //! ```
 
+mod advice;
 mod event;
 pub mod histogram;
 
+pub use advice::{AdviceError, COMMENT_FACTOR, TimeoutAdvice, TimeoutFit};
 pub use event::{
     CircuitState, Degradation, Event, HedgeRefusal, Injected, PolicyKind, TransitionCause,
 };
