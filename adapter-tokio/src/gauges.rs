@@ -129,6 +129,12 @@ impl<P: Gauged + ?Sized> Gauged for &P {
     }
 }
 
+impl<P: Gauged + ?Sized> Gauged for Box<P> {
+    fn gauges(&self, now: Instant, read: &mut dyn FnMut(Gauge)) {
+        (**self).gauges(now, read)
+    }
+}
+
 impl<P: Gauged + ?Sized> Gauged for Arc<P> {
     fn gauges(&self, now: Instant, read: &mut dyn FnMut(Gauge)) {
         (**self).gauges(now, read)
