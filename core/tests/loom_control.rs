@@ -96,3 +96,38 @@ fn a_limiter_reset_racing_a_closing_settle_leaks_no_slot() {
         assert!(limit == 4 || limit == 3, "limit {limit}, reset {reset:?}");
     });
 }
+
+/// A breaker reset racing a half-open probe's failure: whichever lands first, the breaker
+/// ends closed with no probe held. A failure that lands after the reset is late (its epoch
+/// is gone) and cannot re-open the fresh circuit.
+#[test]
+fn a_breaker_reset_racing_a_failing_probe_ends_closed() {
+    use resilix::breaker::{Breaker, CircuitState, Config};
+
+    loom::model(|| {
+        let config = Config {
+            minimum_calls: 1,
+            open_jitter_percent: 0,
+            ..Config::DEFAULT
+        };
+        let breaker = Arc::new(Breaker::new(config).unwrap());
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::from_secs(1), &mut rng);
+        breaker
+            .admit(&mut env)
+            .unwrap()
+            .settle(&Verdict::Transient, &mut env);
+        env.now = Instant::from_secs(6);
+        let probe = breaker.admit(&mut env).unwrap();
+        assert!(probe.is_probe());
+        let b = breaker.clone();
+        let reset = loom::thread::spawn(move || {
+            let mut rng = SeededRandom::new(2);
+            b.reset(&mut Env::new(Instant::from_secs(6), &mut rng));
+        });
+        probe.settle(&Verdict::Transient, &mut env);
+        reset.join().unwrap();
+        assert_eq!(breaker.state(), CircuitState::Closed);
+        assert_eq!(breaker.probes_in_flight(), 0);
+    });
+}
