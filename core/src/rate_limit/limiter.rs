@@ -15,6 +15,9 @@ use crate::verdict::Verdict;
 
 const SLOT_BIT: u32 = 1 << 31;
 
+#[path = "control.rs"]
+mod control;
+
 /// One of the two configurations the state word can point at.
 #[derive(Debug)]
 struct Slot {
