@@ -259,7 +259,7 @@ impl<const N: usize> KeyedRateLimiter<N> {
                 Decision::Wait(tick) => {
                     return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.scale().instant_at(tick),
+                        g.instant_at(tick),
                     )));
                 }
             }

@@ -165,7 +165,8 @@ impl RateLimiter {
         loop {
             let seen = self.era.read();
             let g = self.slots[(word >> 31) as usize].load();
-            if n > g.burst {
+            // One cell always fits (burst ≥ 1 is validated): `try_acquire` skips the check.
+            if n > 1 && n > g.burst {
                 return Err(AcquireError::ExceedsBurst {
                     requested: n,
                     burst: g.burst,
@@ -204,7 +205,7 @@ impl RateLimiter {
                 Decision::Wait(tick) => {
                     return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.scale().instant_at(tick),
+                        g.instant_at(tick),
                     )));
                 }
             }
