@@ -331,8 +331,9 @@ fn wait_queue(waiters: usize, ops: u64) {
 /// dashed line at the cost for the first N).
 type Drawn = &'static [(&'static str, bool)];
 
-/// Each figure: its file, title, x label, and the subjects drawn in it.
-const FIGURES: &[(&str, &str, &str, Drawn)] = &[
+/// Each figure: its file, title, x label, the subjects drawn in it, and whether its y axis is
+/// logarithmic (for costs that span orders of magnitude).
+const FIGURES: &[(&str, &str, &str, Drawn, bool)] = &[
     (
         "keyed-rate-limit",
         "Keyed rate limiter, 1,024 entries: instructions per call",
@@ -342,6 +343,7 @@ const FIGURES: &[(&str, &str, &str, Drawn)] = &[
             ("keyed-rate-limit-miss", true),
             ("keyed-rate-limit-evict", true),
         ],
+        false,
     ),
     (
         "keyed-breaker",
@@ -352,22 +354,25 @@ const FIGURES: &[(&str, &str, &str, Drawn)] = &[
             ("keyed-breaker-miss", true),
             ("keyed-breaker-evict", true),
         ],
+        false,
     ),
     (
         "windows",
         "Time windows: instructions per admit + settle",
         "buckets in the window (N)",
         &[
-            ("breaker-window", false),
+            ("breaker-window", true),
             ("breaker-window-failing", false),
             ("throttler-window", false),
         ],
+        true,
     ),
     (
         "waiters",
         "Bulkhead wait queue (capacity 256): instructions per join + wake",
         "waiters queued (N)",
         &[("wait-queue", false)],
+        false,
     ),
 ];
 
@@ -385,7 +390,7 @@ fn plot(csv: &str, out: &str) {
             ))
         })
         .collect();
-    for (file, title, x_label, subjects) in FIGURES {
+    for (file, title, x_label, subjects, log_y) in FIGURES {
         let mut series = Vec::new();
         for (subject, flat) in *subjects {
             let points: Vec<(f64, f64)> = rows
@@ -419,7 +424,7 @@ fn plot(csv: &str, out: &str) {
             x_label: (*x_label).to_string(),
             y_label: "instructions per operation".to_string(),
             series,
-            log_y: false,
+            log_y: *log_y,
         };
         let path = format!("{out}/{file}.svg");
         std::fs::write(&path, chart.render()).unwrap_or_else(|e| panic!("{path}: {e}"));
