@@ -242,7 +242,8 @@ impl RateLimiter {
     }
 
     /// The emission interval in force, as stored: the configured `period / count` rounded up
-    /// to whole ticks of at least 8 ns (within 0.1%, never shorter).
+    /// to whole ticks of at least 8 ns (within 0.1%, or 1% for intervals below 16.4 µs; never
+    /// shorter).
     pub fn emission_interval(&self) -> Duration {
         self.current().2.emission_interval()
     }
