@@ -20,7 +20,7 @@
 //! }
 //! ```
 
-mod advice;
+pub mod advice;
 mod event;
 pub mod histogram;
 
