@@ -139,12 +139,43 @@
 //! # });
 //! ```
 
+//! [`Resilience::execute_waiting_for_rate_limit`](resilix::resilience::Resilience::execute_waiting_for_rate_limit)
+//! waits for a cell of the pipeline's rate limiter instead (governor's `until_ready`,
+//! resilience4j's `timeoutDuration`): until the limiter's retry-at, at most `max_wait`, and
+//! never to the call's deadline, which it refuses at once ([`resilix::rate_wait`]). No waiter
+//! list and no hook: the refusal's retry-at says when to look again.
+//!
+//! ```
+//! use std::time::Duration;
+//! use resilix::call::CallOptions;
+//! use resilix::pipeline::Pipeline;
+//! use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+//! use resilix_tokio::Resilience;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap().block_on(async {
+//! let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_second(10))).unwrap();
+//! let pipeline = Pipeline::new().rate_limit(&limiter);
+//! let resilience = Resilience::new(&pipeline);
+//! let start = tokio::time::Instant::now();
+//! for _ in 0..12 {
+//!     // Ten from the full bucket, then one per 100 ms: waited for, not refused.
+//!     let options = CallOptions::default().timeout(Duration::from_secs(1));
+//!     let out = resilience
+//!         .execute_waiting_for_rate_limit(options, Duration::from_millis(500), || async { Ok::<_, ()>(()) })
+//!         .await;
+//!     assert!(out.is_ok());
+//! }
+//! assert!(start.elapsed() >= Duration::from_millis(200));
+//! # });
+//! ```
+
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 mod clock;
 mod statics;
 
 pub mod chaos;
+pub mod gauges;
 pub mod hedge;
 #[cfg(feature = "http")]
 pub mod http;

@@ -22,6 +22,9 @@
 //! ```
 
 use resilix::observe::{Event, Observer};
+use resilix::time::Instant;
+
+use crate::gauges::{Gauge, Gauged};
 
 /// Reports each event to `tracing`, tagged with the upstream's name.
 #[derive(Clone, Copy, Debug)]
@@ -33,6 +36,32 @@ impl TracingObserver {
     /// Events are tagged `upstream = name`.
     pub const fn new(upstream: &'static str) -> Self {
         TracingObserver { upstream }
+    }
+
+    /// Reports every gauge `policy` has (a policy, a whole pipeline, a shared budget) as it
+    /// reads at `now`: one `info` event per gauge with target `resilix::gauge`, fields
+    /// `upstream`, `gauge` (the metric name in [`crate::metrics`]) and `value`. Call it at
+    /// start for the initial values, then as often as the logs need (see [`crate::gauges`]).
+    ///
+    /// ```
+    /// use resilix::breaker::Breaker;
+    /// use resilix_tokio::tracing::TracingObserver;
+    ///
+    /// let breaker = Breaker::default();
+    /// // resilix::gauge: upstream="inventory" gauge="resilix_circuit_state" value=0.0
+    /// TracingObserver::new("inventory").sample(&breaker, resilix_tokio::now());
+    /// ```
+    pub fn sample<P: Gauged + ?Sized>(&self, policy: &P, now: Instant) {
+        let upstream = self.upstream;
+        policy.gauges(now, &mut |g: Gauge| {
+            tracing::info!(
+                target: "resilix::gauge",
+                upstream,
+                gauge = g.name(),
+                value = g.value(),
+                "gauge"
+            )
+        });
     }
 }
 
@@ -90,6 +119,12 @@ impl Observer for TracingObserver {
                 upstream,
                 after = after.kind().as_str(),
                 "not retried: {reason}"
+            ),
+            Event::PolicyReset { policy, at } => tracing::info!(
+                upstream,
+                policy = policy.as_str(),
+                ?at,
+                "policy reset by the operator"
             ),
             Event::FallbackServed { cause } => {
                 tracing::warn!(upstream, ?cause, "degraded: the fallback answered")

@@ -345,5 +345,10 @@ fn fallbacks_transitions_and_limit_keep_their_detail() {
         m.get("resilix_concurrency_limit{upstream=inventory}"),
         Some(&27.0)
     );
-    assert_eq!(m.len(), 7, "{m:?}");
+    assert_eq!(
+        m.get("resilix_circuit_state{upstream=inventory}"),
+        Some(&1.0),
+        "every transition sets the state gauge: open, last"
+    );
+    assert_eq!(m.len(), 8, "{m:?}");
 }

@@ -159,3 +159,48 @@ fn a_refusal_and_the_fallback_that_answers_it_are_warnings() {
         "a refused call made no attempt"
     );
 }
+
+#[test]
+fn a_sample_is_one_info_event_per_gauge_and_a_reset_is_reported() {
+    use resilix::breaker::Breaker;
+    use resilix::observe::Observer;
+    use resilix::permit::Env;
+    use resilix::random::SeededRandom;
+    use resilix::throttler::Throttler;
+    use resilix::time::Instant;
+
+    let recorder = Recorder::default();
+    let pipeline = Pipeline::new()
+        .breaker(Breaker::default())
+        .bulkhead(Bulkhead::default());
+    let observer = TracingObserver::new("inventory");
+    let throttler = Throttler::with_defaults();
+    tracing::subscriber::with_default(recorder.clone(), || {
+        observer.sample(&pipeline, Instant::ZERO);
+        let mut rng = SeededRandom::new(1);
+        let o: &dyn Observer = &observer;
+        throttler.reset(&mut Env::new(Instant::ZERO, &mut rng).with_observer(o));
+    });
+    let events = recorder.0.events.lock().unwrap().clone();
+    let gauges: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e.fields.get("message").map(String::as_str) == Some("gauge"))
+        .map(|e| {
+            assert_eq!(e.level, Level::INFO);
+            assert_eq!(e.fields["upstream"], "inventory");
+            (e.fields["gauge"].clone(), e.fields["value"].clone())
+        })
+        .collect();
+    assert_eq!(
+        gauges,
+        [
+            ("resilix_circuit_state".to_owned(), "0.0".to_owned()),
+            ("resilix_bulkhead_in_use".to_owned(), "0.0".to_owned()),
+        ]
+    );
+    let reset = events
+        .iter()
+        .find(|e| e.fields.get("policy").map(String::as_str) == Some("throttler"))
+        .expect("the reset is an event");
+    assert_eq!(reset.level, Level::INFO);
+}

@@ -56,38 +56,34 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
-pub(crate) mod keyed;
-pub(crate) mod slots;
-pub(crate) mod sync;
-pub(crate) mod window;
+// The root is grouped by layer: `contract` (the vocabulary), `mechanism` (what policies are
+// built from), the policies, and `compose` (pipeline, drivers, front end). Each module keeps
+// its flat path (`resilix::permit`, `resilix::pipeline`, …) through the re-exports below.
+mod compose;
+mod contract;
+mod mechanism;
+
+#[cfg(feature = "alloc")]
+pub use compose::shared;
+pub use compose::{call, error, execute, fallback, pipeline, rate_wait, resilience, waiters};
+pub(crate) use contract::give_up;
+pub use contract::{control, permit, rejection, verdict};
+pub use mechanism::release;
+pub(crate) use mechanism::{keyed, slots, sync, window};
 
 pub mod breaker;
 pub mod bulkhead;
-pub mod call;
 pub mod chaos;
 pub mod classify;
-pub mod error;
-pub mod execute;
-pub mod fallback;
-mod give_up;
 pub mod hedge;
 pub mod inbound;
 pub mod limiter;
 pub mod observe;
-pub mod permit;
-pub mod pipeline;
 pub mod random;
 pub mod rate_limit;
-pub mod rejection;
-pub mod release;
-pub mod resilience;
 pub mod retry;
-#[cfg(feature = "alloc")]
-pub mod shared;
 pub mod throttler;
 pub mod time;
-pub mod verdict;
-pub mod waiters;
 
 pub use error::Error;
 pub use rejection::{RejectReason, Rejection};

@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
                     _ => now - Duration::from_secs(arg as u64),
                 }
             }
-            _ => t.reset(),
+            _ => t.reset(&mut Env::new(now, &mut rng)),
         }
         let (requests, accepts) = t.counts(now);
         assert!(accepts <= requests);

@@ -4,7 +4,7 @@
 //!   per bucket period in a map keyed by the full `u64` period number, summed over the last
 //!   `B` periods (bucketed exactly as the real window is documented to be: `window / B`
 //!   buckets, rounded up to a nanosecond, covering between `B − 1` and `B` bucket lengths; see
-//!   `core/src/window.rs`), so single-threaded decisions are identical. A retry is granted
+//!   `core/src/mechanism/window.rs`), so single-threaded decisions are identical. A retry is granted
 //!   while `retries + 1 ≤ max(floor, ⌊first_attempts × permille / 1000⌋)`.
 //! * [`TokenBucketModel`]: the retry token bucket (gRPC A6, the AWS SDK quota, Brooker's
 //!   adaptive retries) in thousandths of a token as a `u64`; it has no time at all, which the

@@ -6,7 +6,7 @@
 //! **Bucketed, as documented.** The real window is a ring of `B` buckets, each `window / B`
 //! long (rounded up to a nanosecond), and counts the calls whose bucket period is one of the
 //! last `B` (the current one included): it covers between `B − 1` and `B` bucket lengths
-//! (`core/src/window.rs`). That is its meaning, so the model is bucketed the same way, and
+//! (`core/src/mechanism/window.rs`). That is its meaning, so the model is bucketed the same way, and
 //! single-threaded decisions are identical: no tolerance.
 //!
 //! **Randomness.** A shed is one draw, `Random::chance(numerator, denominator)`, on the exact

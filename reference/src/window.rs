@@ -1,6 +1,6 @@
 //! The bucketed window of the windowed policies (throttler, ratio budget, retry breaker),
 //! plainly: two counters per bucket period in a map keyed by the full `u64` period number,
-//! summed over the last `B` periods. Bucketed exactly as `core/src/window.rs` documents its
+//! summed over the last `B` periods. Bucketed exactly as `core/src/mechanism/window.rs` documents its
 //! meaning (`window / B` rounded up to a nanosecond; the current period included), so the
 //! models built on it decide identically. Time is assumed never to go backwards.
 

@@ -48,6 +48,7 @@
 
 mod aimd;
 mod config;
+mod control;
 mod fixed;
 mod gradient2;
 mod sample;
@@ -94,6 +95,8 @@ pub struct Limiter<H = ()> {
     probe_multiplier: u32,
     queue_factor: u32,
     queue_rungs: u32,
+    /// The configured initial limit in whole calls, where a reset returns.
+    initial_limit: u32,
     /// The limit in force, Q24.8.
     limit: AtomicU32,
     in_flight: Slots,
@@ -174,6 +177,7 @@ impl<H> Limiter<H> {
                 probe_multiplier: config.probe_multiplier,
                 queue_factor: fixed::ratio_from_f32(config.queue_factor) >> 8,
                 queue_rungs: config.queue_rungs,
+                initial_limit: config.initial_limit,
                 limit: AtomicU32::new(config.initial_limit * CALL),
                 in_flight: Slots::new(),
                 waiting: Slots::new(),

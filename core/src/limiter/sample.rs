@@ -255,6 +255,31 @@ impl SampleWindow {
     }
 }
 
+impl SampleWindow {
+    /// An operator's reset: takes the right to close (one try, never waited on), empties the
+    /// window and reopens it at full tick count `now`, `length` ticks long. `None` when a
+    /// closer holds the right. Settles racing with it land in the old or the new window, as at
+    /// any close.
+    pub(crate) fn try_restart(&self, now: u64, length: u32) -> Option<Closing<'_>> {
+        self.closing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        let guard = Closing { window: self };
+        self.opened_era.set(now, TICK_BITS);
+        self.opened.store(now as u32, Ordering::Release);
+        self.length.store(length, Ordering::Relaxed);
+        for counter in [
+            &self.rtt_sum_us,
+            &self.samples,
+            &self.drops,
+            &self.max_in_flight,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        Some(guard)
+    }
+}
+
 /// The right to close the window, held by one thread at a time; dropping it gives it back.
 pub(crate) struct Closing<'w> {
     window: &'w SampleWindow,

@@ -104,6 +104,50 @@ pub enum Event {
         /// How many copies were sent, the original included.
         copies: u32,
     },
+    /// An operator reset a policy: what it had learned (counts, a limit, a balance, spent
+    /// cells) is forgotten and it decides as one built afresh from its config would, keeping
+    /// only what is true now (calls in flight). A breaker's controls are reported as
+    /// [`Event::CircuitTransition`]s with cause [`TransitionCause::Operator`] instead, so its
+    /// state gauge follows them. See `resilix::control` for every policy's controls.
+    PolicyReset {
+        /// Which kind of policy.
+        policy: PolicyKind,
+        /// When, on the caller's timeline.
+        at: Instant,
+    },
+}
+
+/// The kinds of policy an operator can reset ([`Event::PolicyReset`]).
+///
+/// ```
+/// use resilix::observe::PolicyKind;
+///
+/// assert_eq!(PolicyKind::RetryBudget.as_str(), "retry-budget");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum PolicyKind {
+    /// The adaptive concurrency limiter.
+    Limiter,
+    /// The client-side throttler.
+    Throttler,
+    /// A retry budget (token bucket, ratio, or retry circuit breaker).
+    RetryBudget,
+    /// The rate limiter.
+    RateLimiter,
+}
+
+impl PolicyKind {
+    /// A stable code for logs and metric labels.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::Limiter => "limiter",
+            PolicyKind::Throttler => "throttler",
+            PolicyKind::RetryBudget => "retry-budget",
+            PolicyKind::RateLimiter => "rate-limiter",
+        }
+    }
 }
 
 /// Why a call was answered by its fallback.

@@ -20,10 +20,14 @@
 //! }
 //! ```
 
+pub mod advice;
 mod event;
 pub mod histogram;
 
-pub use event::{CircuitState, Degradation, Event, HedgeRefusal, Injected, TransitionCause};
+pub use advice::{AdviceError, COMMENT_FACTOR, TimeoutAdvice, TimeoutFit};
+pub use event::{
+    CircuitState, Degradation, Event, HedgeRefusal, Injected, PolicyKind, TransitionCause,
+};
 pub use histogram::DurationHistogram;
 
 /// Receives the typed events of policies, pipelines and retry drivers.

@@ -169,6 +169,19 @@ impl Gcra {
         TickScale::from_shift(self.shift)
     }
 
+    /// The instant at the start of tick `tick` (saturating): a refusal's retry-at. The
+    /// shift was validated at construction, so unlike [`TickScale::instant_at`] it is not
+    /// clamped again on the refused path.
+    #[inline(always)]
+    pub(crate) const fn instant_at(&self, tick: u64) -> Instant {
+        let shift = self.shift as u32 & 63;
+        if tick > u64::MAX >> shift {
+            Instant::MAX
+        } else {
+            Instant::from_nanos(tick << shift)
+        }
+    }
+
     /// `now` as the decision reads it.
     #[inline]
     pub(crate) const fn now(&self, now: Instant) -> Now {

@@ -245,8 +245,11 @@ impl<const N: usize> KeyedRateLimiter<N> {
         loop {
             match g.decide(tat & TICK_MASK, seen, at, n) {
                 Decision::Admit(next) => {
-                    // Era first, as for `RateLimiter` (see `time::era`).
-                    era.cover(seen, era_count(now), TICK_BITS);
+                    // Era first, as for `RateLimiter` (see `time::era`); in `now`'s own era
+                    // (the usual case) there is nothing to raise.
+                    if !seen.is_era_of(era_count(now), TICK_BITS) {
+                        era.cover(seen, era_count(now), TICK_BITS);
+                    }
                     match word.compare_exchange_weak(tat, next, Ordering::AcqRel, Ordering::Acquire)
                     {
                         Ok(_) => return Ok(()),
@@ -259,7 +262,7 @@ impl<const N: usize> KeyedRateLimiter<N> {
                 Decision::Wait(tick) => {
                     return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.scale().instant_at(tick),
+                        g.instant_at(tick),
                     )));
                 }
             }

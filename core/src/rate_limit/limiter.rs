@@ -15,6 +15,9 @@ use crate::verdict::Verdict;
 
 const SLOT_BIT: u32 = 1 << 31;
 
+#[path = "control.rs"]
+mod control;
+
 /// One of the two configurations the state word can point at.
 #[derive(Debug)]
 struct Slot {
@@ -160,12 +163,12 @@ impl RateLimiter {
     /// more than the instructions a second, hot-only copy would save.
     #[inline(always)]
     fn acquire(&self, now: Instant, n: u32) -> Result<(), AcquireError> {
-        let era = era_count(now);
         let mut word = self.state.load(Ordering::Acquire);
         loop {
             let seen = self.era.read();
             let g = self.slots[(word >> 31) as usize].load();
-            if n > g.burst {
+            // One cell always fits (burst ≥ 1 is validated): `try_acquire` skips the check.
+            if n > 1 && n > g.burst {
                 return Err(AcquireError::ExceedsBurst {
                     requested: n,
                     burst: g.burst,
@@ -175,7 +178,7 @@ impl RateLimiter {
             // The hot path: in `now`'s own era the TAT is read by its 31-bit difference and
             // the era needs no raising (see `gcra`). In any other era (once per era, or after
             // an idle gap) the TAT is widened and the era raised, out of line.
-            let in_era = seen.is_era_of(era, TICK_BITS);
+            let in_era = seen.is_era_of(era_count(now), TICK_BITS);
             let debt = if in_era {
                 g.debt_in_era(word & TICK_MASK, at)
             } else {
@@ -186,7 +189,7 @@ impl RateLimiter {
                     if !in_era {
                         // Era first: every reader of the new TAT widens it from an era that
                         // covers this `now`.
-                        self.cover(seen, era);
+                        self.cover(seen, now);
                     }
                     // AcqRel: an admission is ordered after the one whose TAT it extends.
                     // Reload the slot even when the bit is unchanged: two reconfigurations
@@ -204,7 +207,7 @@ impl RateLimiter {
                 Decision::Wait(tick) => {
                     return Err(AcquireError::Limited(Rejection::until(
                         RejectReason::RateLimited,
-                        g.scale().instant_at(tick),
+                        g.instant_at(tick),
                     )));
                 }
             }
@@ -222,11 +225,12 @@ impl RateLimiter {
         g.debt(word & TICK_MASK, seen, g.now(now))
     }
 
-    /// Raises the era to cover `era` before an admission read in another era is published.
+    /// Raises the era to cover `now` before an admission read in another era is published.
+    /// Its count is computed here, out of line: the hot path needs only the era's compare.
     #[cold]
     #[inline(never)]
-    fn cover(&self, seen: EraSeen, era: u64) {
-        self.era.cover(seen, era, TICK_BITS);
+    fn cover(&self, seen: EraSeen, now: Instant) {
+        self.era.cover(seen, era_count(now), TICK_BITS);
     }
 
     /// Whole cells available at `now` (a snapshot).
@@ -241,7 +245,8 @@ impl RateLimiter {
     }
 
     /// The emission interval in force, as stored: the configured `period / count` rounded up
-    /// to whole ticks of at least 8 ns (within 0.1%, never shorter).
+    /// to whole ticks of at least 8 ns (within 0.1%, or 1% for intervals below 16.4 µs; never
+    /// shorter).
     pub fn emission_interval(&self) -> Duration {
         self.current().2.emission_interval()
     }

@@ -34,8 +34,10 @@
 //! elapsed time can read up to one tick long, and the extra tick pays for it. The bound
 //! burst + rate × elapsed is therefore exact in real nanoseconds against the configured rate,
 //! for instants anywhere within a tick, at the price of a rate slightly below the one asked
-//! (0.1%, or up to 1% above 61,000 cells a second; a million a second is the most that can be
-//! held that closely).
+//! (0.1%, or up to 1% above 61,000 cells a second: every rate up to 600,000 a second is held
+//! that closely, and faster ones up to 1,250,000 a second where their interval falls close to
+//! the 8 ns ticks, as a million a second does). Bursts of at least 260,000 cells are held to
+//! 0.1% at every rate; [`RateLimitConfigError::RateBeyondResolution`] names the range.
 //!
 //! The TAT's low 31 bits are stored (the top bit names the configuration slot), beside an
 //! *era* (`time::era`): the TAT's high part, raised before every compare-and-swap that

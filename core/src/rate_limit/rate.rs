@@ -128,12 +128,19 @@ pub enum RateLimitConfigError {
     ZeroPeriod,
     /// The burst is zero.
     ZeroBurst,
-    /// An interval that the 32-bit state cannot hold to within 0.1% at this burst (1% on its
-    /// finest ticks, 8 ns, which serve intervals below 16 µs): an interval below about 1.6 µs
-    /// (above about 600,000 cells a second; exactly 1 µs, a million a second, is held), or a
-    /// burst too large for a fine interval.
+    /// A rate and burst that the 32-bit state cannot hold to within 0.1% (1% for intervals
+    /// below 16 µs, on its finest ticks of 8 ns). The supported range: every emission
+    /// interval (`period / count`) of 1.6 µs or more (up to 600,000 cells a second), to 0.1%
+    /// from 16.4 µs (every rate up to 61,000 a second) and to 1% below; shorter intervals down
+    /// to 0.8 µs (1,250,000 a second) only where they fall close enough to 8 ns ticks (a
+    /// million a second does); and `burst × interval` within 2^30 ticks of the scale that
+    /// holds the interval that closely: a burst of at least 260,000 cells at 0.1% (up to
+    /// 560,000, depending on how the interval falls on the ticks), about 8.5 million at a
+    /// million a second (1%).
     RateBeyondResolution,
-    /// The burst is 2^30 cells or more: the 31-bit state word cannot measure it.
+    /// The burst is 2^30 cells or more: the 31-bit state word cannot count it. (Bursts above
+    /// about 260,000 cells may already be refused as
+    /// [`RateBeyondResolution`](Self::RateBeyondResolution).)
     BurstTooLarge,
     /// A [`KeyedRateLimiter`](super::KeyedRateLimiter) with capacity 0: every key would share
     /// the one overflow bucket, which is a plain [`RateLimiter`](super::RateLimiter).
@@ -153,12 +160,16 @@ impl fmt::Display for RateLimitConfigError {
                 "the burst is zero: no call could ever be admitted; the smallest burst is 1"
             }
             RateLimitConfigError::RateBeyondResolution => {
-                "the emission interval (period / count) cannot be stored to within 0.1% at this \
-                 burst (1% on the finest ticks, 8 ns): use a rate of at most a million cells a \
-                 second, or a smaller burst"
+                "this rate and burst cannot be held to within 0.1% (1% below 16 µs per cell) by \
+                 the 32-bit state: supported are intervals (period / count) of 1.6 µs or more, \
+                 up to 600,000 cells a second (to 0.1% up to 61,000 a second; some rates up to \
+                 1,250,000 a second, such as a million), with a burst of at least 260,000 cells \
+                 at 0.1% (about 8.5 million at a million a second, to 1%); lower the rate or \
+                 the burst"
             }
             RateLimitConfigError::BurstTooLarge => {
-                "the burst must be below 2^30 cells (the state is one 32-bit word)"
+                "the burst must be below 2^30 cells, the most the 32-bit state can count (and \
+                 below about 260,000 cells to be held to 0.1% at every rate)"
             }
             RateLimitConfigError::ZeroCapacity => {
                 "a keyed rate limiter with capacity 0 would make every key share one bucket: \

@@ -306,3 +306,56 @@ fn keyed_time_edges_never_panic() {
     }
     assert!(t.len() <= 4);
 }
+
+/// An error's Display text (the lib tests have no `std`).
+fn text(e: RateLimitConfigError) -> heapless::String<1024> {
+    let mut s = heapless::String::new();
+    core::fmt::write(&mut s, format_args!("{e}")).unwrap();
+    s
+}
+
+/// The stored interval's excess over `period / count`, as a fraction.
+fn excess(rate: Rate, burst: u32) -> Result<f64, RateLimitConfigError> {
+    let l = RateLimiter::new(RateLimitConfig::new(rate).with_burst(burst))?;
+    let asked = rate.period().as_nanos() as f64 / f64::from(rate.count());
+    Ok(l.emission_interval().as_nanos() as f64 / asked - 1.0)
+}
+
+#[test]
+fn the_supported_range_is_held_and_what_lies_outside_is_named() {
+    let day = Rate::new(1, Duration::from_secs(86_400));
+    for burst in [1, 1_000, 260_000] {
+        let e = excess(day, burst).unwrap();
+        assert!((0.0..=0.001).contains(&e), "1/day, burst {burst}: {e}");
+    }
+    // Every rate up to 61,000 a second to 0.1%, at the smallest and the largest promised burst.
+    for count in (1..=61_000).step_by(97).chain([61_000]) {
+        for burst in [1, 260_000] {
+            let e = excess(Rate::per_second(count), burst).unwrap();
+            assert!((0.0..=0.001).contains(&e), "{count}/s, burst {burst}: {e}");
+        }
+    }
+    // Faster, to 1%: every rate up to 600,000 a second, and a million.
+    for count in (61_000..=600_000).step_by(997).chain([600_000, 1_000_000]) {
+        let e = excess(Rate::per_second(count), 1).unwrap();
+        assert!((0.0..=0.01).contains(&e), "{count}/s: {e}");
+    }
+    assert!(excess(Rate::per_second(1_000_000), 8_000_000).is_ok());
+    // Outside: refused, and the error names the range.
+    let fast = excess(Rate::per_second(1_000_000_000), 1).unwrap_err();
+    assert_eq!(fast, RateLimitConfigError::RateBeyondResolution);
+    let named = text(fast);
+    assert!(
+        named.contains("1.6 µs") && named.contains("600,000 cells a second"),
+        "{named}"
+    );
+    assert!(named.contains("260,000 cells at 0.1%"), "{named}");
+    assert_eq!(
+        excess(day, 600_000),
+        Err(RateLimitConfigError::RateBeyondResolution),
+        "a burst the 31-bit word cannot hold at 0.1%"
+    );
+    let huge = excess(Rate::per_second(1), u32::MAX).unwrap_err();
+    assert_eq!(huge, RateLimitConfigError::BurstTooLarge);
+    assert!(text(huge).contains("2^30"), "{huge}");
+}

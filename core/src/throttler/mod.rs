@@ -92,6 +92,7 @@
 //! ```
 
 pub(crate) mod config;
+mod control;
 mod formula;
 
 pub use config::{LocalRejections, ThrottlerConfig, ThrottlerConfigError};
@@ -209,11 +210,6 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
     pub fn counts(&self, now: Instant) -> (u32, u32) {
         let totals = self.window.totals(now);
         (totals[REQUESTS], totals[ACCEPTS])
-    }
-
-    /// Forgets every count (for an operator's reset).
-    pub fn reset(&self) {
-        self.window.clear();
     }
 }
 

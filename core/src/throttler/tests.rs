@@ -193,12 +193,12 @@ fn the_sre_cases_through_the_window() {
     let now = Instant::from_secs(10);
     settle_n(&t, now, 10, Verdict::Transient);
     assert_eq!(t.rejection_probability(now), Probability::new(10, 11));
-    t.reset();
+    t.reset(&mut Env::new(now, &mut SeededRandom::new(0)));
     settle_n(&t, now, 40, Verdict::Success);
     settle_n(&t, now, 60, Verdict::Timeout);
     assert_eq!(t.counts(now), (100, 40));
     assert_eq!(t.rejection_probability(now), Probability::new(20, 101));
-    t.reset();
+    t.reset(&mut Env::new(now, &mut SeededRandom::new(0)));
     settle_n(&t, now, 50, Verdict::Answered);
     settle_n(&t, now, 50, Verdict::Overload { retry_after: None });
     assert!(

@@ -130,7 +130,7 @@ impl Default for RetryBreakerConfig {
 /// ```
 #[derive(Debug)]
 pub struct RetryBreaker<const B: usize = 10> {
-    window: TimeWindow<B, 2>,
+    pub(super) window: TimeWindow<B, 2>,
     max_failure_permille: u32,
     min_attempts: u32,
 }

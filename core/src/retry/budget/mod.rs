@@ -38,6 +38,7 @@
 //! atomics per retry; nothing published measures the gain, so we leave it out.
 
 pub mod circuit;
+mod control;
 pub mod ratio;
 pub mod token_bucket;
 

@@ -104,7 +104,7 @@ impl Default for RatioBudgetConfig {
 /// ```
 #[derive(Debug)]
 pub struct RatioBudget<const B: usize = 10> {
-    window: TimeWindow<B, 2>,
+    pub(super) window: TimeWindow<B, 2>,
     max_retry_permille: u32,
     min_retries_per_window: u32,
 }

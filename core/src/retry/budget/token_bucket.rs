@@ -229,8 +229,8 @@ const fn deposit(balance: u32, amount: u32, capacity: u32) -> u32 {
 /// ```
 #[derive(Debug)]
 pub struct TokenBucket {
-    balance: AtomicU32,
-    config: TokenBucketConfig,
+    pub(super) balance: AtomicU32,
+    pub(super) config: TokenBucketConfig,
 }
 
 /// [`TokenBucket::aws_sdk_standard`].

@@ -44,6 +44,7 @@ use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
 use crate::pipeline::AsPipeline;
 use crate::random::{Random, SeededRandom};
+use crate::rate_wait::{Peek, RateGate};
 use crate::rejection::Rejection;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
@@ -571,6 +572,32 @@ where
         C: Classify<Result<T, E>>,
     {
         self.execute_waiting(self.limiter(), options, operation)
+            .await
+    }
+
+    /// [`Self::execute`], with each attempt waiting for a cell of the pipeline's own rate
+    /// limiter instead of being refused at once: until the limiter's retry-at, for at most
+    /// `max_wait`, and never to the call's deadline (a retry-at at or past it is refused at
+    /// once). See [`crate::rate_wait`]. The runnable example is in `resilix_tokio`'s tests
+    /// (`rate_wait.rs`), on paused tokio time.
+    pub async fn execute_waiting_for_rate_limit<F, Fut, T, E>(
+        &self,
+        options: CallOptions,
+        max_wait: Duration,
+        operation: F,
+    ) -> Result<T, Error<T, E>>
+    where
+        S: SeedSource,
+        Tm: WaitTimer + Clone,
+        P::RateLimit: Peek,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        let mut slot = None;
+        let mut rng = self.lazy_rng(&mut slot);
+        let gate = RateGate::new(self.rate_limit(), self.timer.clone(), max_wait);
+        self.execute_gated_with_rng(&gate, &mut rng, options, operation)
             .await
     }
 

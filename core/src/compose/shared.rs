@@ -51,7 +51,7 @@
 
 use alloc::sync::Arc;
 
-use crate::observe::Observer;
+use crate::observe::{Event, Observer};
 use crate::permit::{Env, Policy};
 use crate::random::Random;
 use crate::rejection::Rejection;
@@ -163,5 +163,25 @@ impl<P: RetryPolicy + ?Sized> RetryPolicy for Arc<P> {
         env: &mut Env<'_, R, O>,
     ) -> RetryDecision {
         (**self).decide(state, outcome, env)
+    }
+}
+
+/// An observer shared by `Arc`: every pipeline and every admin handler that holds a clone
+/// reports to the one observer (a metrics bridge, a counter an endpoint reads).
+///
+/// ```
+/// use std::sync::Arc;
+/// use resilix::observe::{DurationHistogram, Event, Observer};
+/// use resilix::Verdict;
+///
+/// let latency = Arc::new(DurationHistogram::new());
+/// let heard: Arc<DurationHistogram> = latency.clone();
+/// heard.on_event(&Event::Executed { verdict: Verdict::Success, duration: core::time::Duration::from_millis(3) });
+/// assert_eq!(latency.count(), 1);
+/// ```
+impl<O: Observer + ?Sized> Observer for Arc<O> {
+    #[inline]
+    fn on_event(&self, event: &Event) {
+        (**self).on_event(event)
     }
 }

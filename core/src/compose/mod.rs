@@ -1,0 +1,16 @@
+//! Composition: the policies put in the one order of spec §7 ([`pipeline`]), the retry loop as
+//! a state machine ([`call`]) and as an async loop over any timer ([`execute`]), the front end
+//! every adapter aliases ([`resilience`]) and its flat error ([`error`]), bounded waiting for a
+//! slot ([`waiters`]) or a rate-limit cell ([`rate_wait`]), fallbacks ([`fallback`]) and
+//! sharing by `Arc` (`shared`, feature `alloc`).
+
+pub mod call;
+pub mod error;
+pub mod execute;
+pub mod fallback;
+pub mod pipeline;
+pub mod rate_wait;
+pub mod resilience;
+#[cfg(feature = "alloc")]
+pub mod shared;
+pub mod waiters;
