@@ -114,9 +114,11 @@ pub struct Outcome {
 enum Ev {
     Arrive(usize),
     Send(usize),
-    AtServer(usize, u32),
-    Reply(usize, u32, Verdict),
-    Deadline(usize, u32),
+    /// Slot, attempt number, and the client that sent it: the slot may hold another call by
+    /// the time a late attempt reaches the server.
+    AtServer(usize, u64, usize),
+    Reply(usize, u64, Verdict),
+    Deadline(usize, u64),
 }
 
 struct Slot<'a, S: Stack + 'a> {
@@ -125,8 +127,10 @@ struct Slot<'a, S: Stack + 'a> {
     attempt: Option<S::Attempt<'a>>,
     /// When the outstanding attempt was admitted.
     sent_at: Instant,
-    /// Which attempt of the call is outstanding: a reply or deadline for an older one is stale.
-    generation: u32,
+    /// Which attempt is outstanding, numbered over the whole run (not per call: slots are
+    /// reused, so a per-call number would let a late reply to an earlier call's attempt settle
+    /// a later call's attempt in the same slot). A reply or deadline for another one is stale.
+    generation: u64,
 }
 
 struct InFlight {
@@ -221,6 +225,7 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
         let mut queue = EventQueue::new();
         let mut slots: Vec<Option<Slot<'a, S>>> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
+        let mut attempts_sent: u64 = 0;
         let mut out = Outcome::default();
         let mut fl = InFlight {
             count: 0,
@@ -310,9 +315,8 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                     send = Some(id);
                 }
                 Ev::Send(id) => send = Some(id),
-                Ev::AtServer(id, g) => {
+                Ev::AtServer(id, g, c) => {
                     let (at, verdict) = self.upstream.serve(now, &mut up_rng);
-                    let c = slots[id].as_ref().expect("live slot").client;
                     let back = w.net.sample(&mut rngs[c]);
                     queue.schedule(at.saturating_add(back), Ev::Reply(id, g, verdict));
                 }
@@ -371,7 +375,8 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                         let deadline = S::deadline(&attempt);
                         slot.attempt = Some(attempt);
                         slot.sent_at = now;
-                        slot.generation += 1;
+                        attempts_sent += 1;
+                        slot.generation = attempts_sent;
                         let g = slot.generation;
                         count!(now, sent);
                         bump(&mut out.series_sent, bucket_of(now));
@@ -381,7 +386,7 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
                             watch(now, fl.count);
                         }
                         let there = w.net.sample(&mut rngs[c]);
-                        queue.schedule(now.saturating_add(there), Ev::AtServer(id, g));
+                        queue.schedule(now.saturating_add(there), Ev::AtServer(id, g, c));
                         if let Some(d) = deadline {
                             queue.schedule(d.instant(), Ev::Deadline(id, g));
                         }
@@ -464,6 +469,27 @@ mod tests {
         // Little: λ = 100/s, W ≈ 20 ms → L ≈ 2.
         assert!((o.mean_in_flight - 2.0).abs() < 0.4, "{}", o.mean_in_flight);
         assert_eq!(o.series_sent.iter().sum::<u64>(), a.sent);
+    }
+
+    #[test]
+    fn a_late_reply_never_settles_a_later_call_in_the_same_slot() {
+        // Every attempt takes 100 ms at the upstream and times out at 40 ms, so no call can
+        // succeed. Slots are reused every few tens of milliseconds: when attempts were numbered
+        // per call, the late reply to a timed-out call's first attempt matched the first
+        // attempt of the later call now in its slot and settled it as a success.
+        let p = [Pipeline::new().attempt_timeout(Duration::from_millis(40))];
+        let tally = Tally::default();
+        let up = Flaky {
+            p: 0.0,
+            service: Duration::from_millis(100),
+            failure: Verdict::Transient,
+        };
+        let mut w = workload(ClientKind::Open);
+        w.net = Delay::Fixed(Duration::ZERO);
+        let o = Engine::new(&p, up, w, &tally).run(5, 0);
+        assert!(o.all.calls > 500, "{:?}", o.all);
+        assert_eq!(o.all.succeeded, 0, "{:?}", o.all);
+        assert_eq!(o.all.failed, o.all.calls, "{:?}", o.all);
     }
 
     #[test]
