@@ -259,7 +259,6 @@ impl<Rt, T, B, L, H, Rl> Pipeline<Rt, T, B, L, H, Rl> {
 /// front end (the core's `Resilience`, the tower Layer) is generic over one `P: AsPipeline`.
 ///
 /// ```
-/// use std::sync::Arc;
 /// use resilix::bulkhead::Bulkhead;
 /// use resilix::pipeline::{AsPipeline, Pipeline};
 ///
@@ -269,7 +268,8 @@ impl<Rt, T, B, L, H, Rl> Pipeline<Rt, T, B, L, H, Rl> {
 /// let pipeline = Pipeline::new().bulkhead(Bulkhead::default());
 /// assert_eq!(held(&pipeline), 0);
 /// assert_eq!(held(&&pipeline), 0);
-/// assert_eq!(held(&Arc::new(pipeline)), 0);
+/// # #[cfg(feature = "alloc")] // `Box` and `Arc` hold one with the core's `alloc` feature
+/// assert_eq!(held(&std::sync::Arc::new(pipeline)), 0);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not hold a resilix `Pipeline`",

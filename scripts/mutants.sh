@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Mutation testing of the core's decision and state files with cargo-mutants (issue 21).
+#
+#   bash scripts/mutants.sh                                  # every file named below (hours)
+#   bash scripts/mutants.sh core/src/mechanism/slots.rs      # the files given
+#   bash scripts/mutants.sh --in-diff changes.diff           # only what a diff touches (CI-sized)
+#
+# Results go to mutants.out/ (outcomes.json, caught.txt, missed.txt, unviable.txt); a missed
+# mutant is a change to the code that no test noticed: either a test is missing or the change is
+# equivalent (say why in mutants/REPORT.md). Needs `cargo install cargo-mutants --locked`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FILES=(
+  "core/src/breaker/**/*.rs" "core/src/limiter/**/*.rs" "core/src/throttler/**/*.rs"
+  "core/src/rate_limit/**/*.rs" "core/src/retry/**/*.rs" "core/src/bulkhead/**/*.rs"
+  "core/src/mechanism/*.rs" "core/src/time/**/*.rs"
+  "core/src/compose/pipeline.rs" "core/src/compose/call.rs" "core/src/compose/execute.rs"
+)
+args=()
+if [ "${1:-}" = "--in-diff" ]; then
+  args=(--in-diff "$2")
+  for f in "${FILES[@]}"; do args+=(-f "$f"); done
+elif [ $# -gt 0 ]; then
+  for f in "$@"; do args+=(-f "$f"); done
+else
+  for f in "${FILES[@]}"; do args+=(-f "$f"); done
+fi
+exec cargo mutants --no-shuffle -j "${JOBS:-1}" "${args[@]}" --output "${OUT:-.}"
