@@ -1,6 +1,6 @@
 //! `sim scenario FILE.toml`: the user's own pipeline against the user's own upstream.
 //!
-//! A scenario file (see `sim/scenarios/` and [`file`]) describes clients, an upstream that
+//! A scenario file (see `sim/scenarios/` and [`mod@file`]) describes clients, an upstream that
 //! queues and fails over time, the run, the pipeline (the `[pipeline]` table, in the format
 //! the service loads at start-up) and assertions about the outcome. The run drives the real
 //! resilix policies built from that table; the report is a directory of SVG plots, CSV
