@@ -56,11 +56,11 @@ use core::task::Poll;
 use crate::call::{CallOptions, Next, Stop};
 use crate::classify::Classify;
 use crate::observe::{Degradation, Event, Observer};
-use crate::permit::{Env, Policy};
-use crate::pipeline::Pipeline;
+use crate::permit::Env;
+use crate::pipeline::AsPipeline;
 use crate::random::Random;
 use crate::rejection::Rejection;
-use crate::retry::{GiveUpReason, RetryPolicy};
+use crate::retry::GiveUpReason;
 use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
@@ -220,6 +220,10 @@ impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
 
 /// Runs `operation` through `pipeline` until it succeeds, is refused, or retry gives up.
 ///
+/// `pipeline` is anything that holds a [`Pipeline`](crate::pipeline::Pipeline) ([`AsPipeline`]:
+/// the pipeline itself, a reference, a `Box` or an `Arc`), so the six slots are named once, by
+/// the pipeline's type, and not again here.
+///
 /// `operation` is called once per attempt and returns a future (it may borrow the caller's
 /// state). Each attempt is raced against its deadline (the tighter of the pipeline's attempt
 /// timeout and the call's deadline); when the deadline wins, the attempt's future is dropped and
@@ -229,8 +233,8 @@ impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
 // Not an `async fn`: it returns `execute_gated`'s future itself, so a caller awaiting it
 // does not pay for a second state machine wrapped around the first (a copy of the whole
 // loop's state on every call).
-pub fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
-    pipeline: &Pipeline<Rt, T, B, L, H, Rl>,
+pub fn execute<P, Tm, R, O, C, F, Fut>(
+    pipeline: &P,
     timer: &Tm,
     rng: &mut R,
     observer: &O,
@@ -239,12 +243,7 @@ pub fn execute<Rt, T, B, L, H, Rl, Tm, R, O, C, F, Fut>(
     operation: F,
 ) -> impl Future<Output = Result<Fut::Output, ExecuteError<Fut::Output>>>
 where
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
+    P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
     R: Random + ?Sized,
     O: Observer + ?Sized,
@@ -269,8 +268,8 @@ where
 /// [`ExecuteError::Refused`] and reaches the observer as [`Event::Rejected`], exactly as a
 /// policy's does.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-pub async fn execute_gated<Rt, T, B, L, H, Rl, Tm, R, O, C, G, F, Fut>(
-    pipeline: &Pipeline<Rt, T, B, L, H, Rl>,
+pub async fn execute_gated<P, Tm, R, O, C, G, F, Fut>(
+    pipeline: &P,
     timer: &Tm,
     rng: &mut R,
     observer: &O,
@@ -280,12 +279,7 @@ pub async fn execute_gated<Rt, T, B, L, H, Rl, Tm, R, O, C, G, F, Fut>(
     mut operation: F,
 ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
 where
-    Rt: RetryPolicy,
-    T: Policy,
-    B: Policy,
-    L: Policy,
-    H: Policy,
-    Rl: Policy,
+    P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
     R: Random + ?Sized,
     O: Observer + ?Sized,
@@ -299,7 +293,7 @@ where
     // share of the whole loop's cost. Time is read again only after a wait: the gate's or a
     // retry's sleep.
     let mut now = timer.now();
-    let mut call = pipeline.call(now, options);
+    let mut call = pipeline.as_pipeline().call(now, options);
     let mut last: Option<Attempted<Fut::Output>> = None;
     loop {
         let attempt = {
