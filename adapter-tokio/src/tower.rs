@@ -68,18 +68,33 @@
 //!
 //! # Cost
 //!
-//! One allocation per request: the loop's future is boxed (`ResponseFuture` wraps a
-//! `Pin<Box<dyn Future + Send>>`). The loop borrows the pipeline inside the service's `Arc`,
-//! which only an `async` block can own safely, and stable Rust cannot name an `async` block's
-//! type as `Service::Future` without a box. Nothing else is allocated per request beyond what
-//! the inner service does (a waiter's timer aside, paid only by a request that really waits).
+//! No allocation per request after warm-up. The loop borrows the pipeline inside the
+//! service's `Arc`, which only an `async` block can own safely, and stable Rust cannot name an
+//! `async` block's type as `Service::Future`, so the block is boxed (`ResponseFuture` holds a
+//! `dyn Future + Send`); but the box is recycled. A service and its clones share a
+//! [`FuturePool`]: a request takes a box an answered request gave back and writes its future
+//! into it in place (`tokio_util`'s `ReusableBoxFuture`: every request of a service is the same
+//! `async` block, so the layout always fits), and gives it back the moment it answers, when
+//! the block holds nothing any more. A service thus allocates one box for each request it has
+//! ever had in flight at once, keeps up to [`DEFAULT_FUTURE_POOL`] of them
+//! ([`ResilienceLayer::future_pool`] sets another bound), and allocates nothing per request
+//! once warm; the pool costs two lock and unlock pairs per request, each held for one `pop`
+//! or `push`. Each `Layer::layer` call makes a pool of its own (one allocation, when the
+//! service is built), so a stack built per connection pools per connection.
+//!
+//! A request dropped before it answers (cancelled, or timed out by an outer layer) drops its
+//! future on the spot, permits included, box and all: a later request then allocates a box
+//! again. Requests in flight beyond the pool's bound pay one allocation each, as does the error
+//! of a request that fails (tower's errors are boxed). Nothing else is allocated per request
+//! beyond what the inner service does (a waiter's timer aside, paid only by a request that
+//! really waits).
 
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use resilix::call::{CallOptions, Replay};
@@ -95,6 +110,10 @@ use tower_service::Service;
 
 use crate::{Resilience, TokioTimer};
 
+mod pool;
+
+pub use pool::{DEFAULT_FUTURE_POOL, FuturePool};
+
 /// The boxed error type of `tower`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -109,6 +128,7 @@ pub type ServiceError = ExecuteError<Option<BoxError>>;
 pub struct ResilienceLayer<R, Req, W = NoWait> {
     resilience: Arc<R>,
     options: CallOptions,
+    pooled: usize,
     _marker: PhantomData<fn(Req) -> W>,
 }
 
@@ -117,6 +137,7 @@ impl<R, Req, W> Clone for ResilienceLayer<R, Req, W> {
         ResilienceLayer {
             resilience: Arc::clone(&self.resilience),
             options: self.options,
+            pooled: self.pooled,
             _marker: PhantomData,
         }
     }
@@ -126,6 +147,7 @@ impl<R, Req, W> fmt::Debug for ResilienceLayer<R, Req, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResilienceLayer")
             .field("options", &self.options)
+            .field("pooled", &self.pooled)
             .field("wait", &std::any::type_name::<W>())
             .finish_non_exhaustive()
     }
@@ -142,6 +164,7 @@ impl<R, Req> ResilienceLayer<R, Req> {
         ResilienceLayer {
             resilience,
             options: CallOptions::default(),
+            pooled: DEFAULT_FUTURE_POOL,
             _marker: PhantomData,
         }
     }
@@ -174,10 +197,30 @@ impl<R, Req, W> ResilienceLayer<R, Req, W> {
         self.waiting()
     }
 
+    /// Each service this layer makes, with its clones, keeps the boxes of up to `max` answered
+    /// requests for its next ones ([`DEFAULT_FUTURE_POOL`] unless set; 0 keeps none, so
+    /// every request allocates its future). See the [module docs](self#cost).
+    ///
+    /// ```
+    /// use resilix::pipeline::Pipeline;
+    /// use resilix_tokio::Resilience;
+    /// use resilix_tokio::tower::ResilienceLayer;
+    /// use tower::{Layer, service_fn};
+    ///
+    /// let layer = ResilienceLayer::new(Resilience::new(Pipeline::new())).future_pool(64);
+    /// let svc = layer.layer(service_fn(|n: u32| async move { Ok::<_, std::io::Error>(n) }));
+    /// assert_eq!(svc.future_pool().max(), 64);
+    /// ```
+    pub fn future_pool(mut self, max: usize) -> Self {
+        self.pooled = max;
+        self
+    }
+
     fn waiting<W2>(self) -> ResilienceLayer<R, Req, W2> {
         ResilienceLayer {
             resilience: self.resilience,
             options: self.options,
+            pooled: self.pooled,
             _marker: PhantomData,
         }
     }
@@ -262,12 +305,13 @@ where
 /// future `Send` with every lifetime erased, and these bounds do not hold for every lifetime.
 /// (The same is why [`Static`](crate::Static) exists for `Resilience::execute`.)
 pub trait Serve<S: Service<Req>, Req, W> {
-    /// Runs one request through the pipeline.
+    /// Runs one request through the pipeline, its future boxed in one of `pool`'s boxes.
     fn serve(
         resilience: Arc<Self>,
         inner: S,
         request: Req,
         options: CallOptions,
+        pool: &Arc<FuturePool<S::Response>>,
     ) -> ResponseFuture<S::Response>;
 }
 
@@ -300,6 +344,7 @@ where
         inner: S,
         request: Req,
         options: CallOptions,
+        pool: &Arc<FuturePool<S::Response>>,
     ) -> ResponseFuture<S::Response> {
         let mut request = Some(request);
         // Each attempt: a clone of the inner service, made ready, called with the request
@@ -315,7 +360,7 @@ where
                 svc.call(request).await
             }
         };
-        ResponseFuture(Box::pin(async move {
+        let future = async move {
             let mut slot = None;
             let mut rng = resilience.lazy_rng(&mut slot);
             let gate = W::gate(resilience.pipeline(), resilience.timer());
@@ -331,7 +376,11 @@ where
             )
             .await;
             into_response(result)
-        }))
+        };
+        ResponseFuture {
+            future: Some(pool.boxed(future)),
+            pool: Arc::clone(pool),
+        }
     }
 }
 
@@ -348,13 +397,19 @@ where
             resilience: Arc::clone(&self.resilience),
             options: self.options,
             serve: R::serve,
+            pool: Arc::new(FuturePool::new(self.pooled)),
         }
     }
 }
 
 /// The loop for one request, instantiated by the `Layer` (see [`Serve`] for why a pointer).
-type ServeFn<S, Req, R> =
-    fn(Arc<R>, S, Req, CallOptions) -> ResponseFuture<<S as Service<Req>>::Response>;
+type ServeFn<S, Req, R> = fn(
+    Arc<R>,
+    S,
+    Req,
+    CallOptions,
+    &Arc<FuturePool<<S as Service<Req>>::Response>>,
+) -> ResponseFuture<<S as Service<Req>>::Response>;
 
 /// A service whose every request runs through a pipeline. Clones share the policies.
 ///
@@ -367,6 +422,7 @@ where
     resilience: Arc<R>,
     options: CallOptions,
     serve: ServeFn<S, Req, R>,
+    pool: Arc<FuturePool<S::Response>>,
 }
 
 impl<S, Req, R> ResilienceService<S, Req, R>
@@ -376,6 +432,29 @@ where
     /// The policies the service's requests run through (shared by every clone).
     pub fn resilience(&self) -> &Arc<R> {
         &self.resilience
+    }
+
+    /// The boxes of answered requests waiting for the next ones (shared by every clone).
+    ///
+    /// ```
+    /// use resilix::pipeline::Pipeline;
+    /// use resilix_tokio::Resilience;
+    /// use resilix_tokio::tower::ResilienceLayer;
+    /// use tower::{ServiceBuilder, ServiceExt};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let layer = ResilienceLayer::new(Resilience::new(Pipeline::new()));
+    /// let svc = ServiceBuilder::new()
+    ///     .layer(layer)
+    ///     .service_fn(|n: u32| async move { Ok::<_, std::io::Error>(n) });
+    /// assert!(svc.future_pool().is_empty());
+    /// assert_eq!(svc.clone().oneshot(7).await.unwrap(), 7);
+    /// // The answered request's box waits for the next request, which allocates nothing.
+    /// assert_eq!(svc.future_pool().len(), 1);
+    /// # });
+    /// ```
+    pub fn future_pool(&self) -> &FuturePool<S::Response> {
+        &self.pool
     }
 }
 
@@ -389,6 +468,7 @@ where
             resilience: Arc::clone(&self.resilience),
             options: self.options,
             serve: self.serve,
+            pool: Arc::clone(&self.pool),
         }
     }
 }
@@ -401,6 +481,7 @@ where
         f.debug_struct("ResilienceService")
             .field("inner", &self.inner)
             .field("options", &self.options)
+            .field("pool", &self.pool)
             .finish_non_exhaustive()
     }
 }
@@ -426,24 +507,39 @@ where
             self.inner.clone(),
             request,
             self.options,
+            &self.pool,
         )
     }
 }
 
 /// The future a [`ResilienceService`] returns: the core's retry loop
-/// ([`execute_gated`]) over the service's shared pipeline, boxed (see the
+/// ([`execute_gated`]) over the service's shared pipeline, boxed in a box an earlier request
+/// gave back to the service's [`FuturePool`], or a new one while the pool has none (see the
 /// [module docs](self#cost)).
 ///
 /// Nothing runs until it is first polled. Dropping it at any point gives back every permit
 /// and records nothing, as [`Resilience::execute`](resilix::resilience::Resilience::execute)'s
-/// future does.
-pub struct ResponseFuture<Resp>(Pin<Box<dyn Future<Output = Result<Resp, BoxError>> + Send>>);
+/// future does; a future dropped before it answered frees its box rather than pool it.
+pub struct ResponseFuture<Resp> {
+    /// `None` once it has answered: the box is back in the pool.
+    future: Option<pool::Boxed<Resp>>,
+    pool: Arc<FuturePool<Resp>>,
+}
 
 impl<Resp> Future for ResponseFuture<Resp> {
     type Output = Result<Resp, BoxError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.0.as_mut().poll(cx)
+        let this = &mut *self;
+        let Some(future) = this.future.as_mut() else {
+            panic!("`ResponseFuture` polled after it answered");
+        };
+        let output = ready!(future.poll(cx));
+        // Answered: the `async` block has dropped everything it held, so its box can go.
+        if let Some(answered) = this.future.take() {
+            this.pool.give_back(answered);
+        }
+        Poll::Ready(output)
     }
 }
 
