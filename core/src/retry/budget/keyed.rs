@@ -40,9 +40,9 @@
 //! refuses, the reservation is taken back while the entry is still pinned. Hence:
 //!
 //! * the shared budget pays only for retries that are made: it is asked only after the key
-//!   granted, and its grant is final. A hostile key's refused retries never reach it (they are
-//!   reported to it as [unretried failures](RetryBudget::record_unretried_failure), so a gRPC
-//!   bucket that charges every failure still charges them, as it would have on its own);
+//!   granted, and its grant is final. A hostile key's refused retries never spend from it;
+//!   they reach it only as [unretried failures](RetryBudget::record_unretried_failure), so a
+//!   gRPC bucket that charges every failure still charges them, as it would on its own;
 //! * the key pays only for retries that are made: a refusal by the shared budget gives the
 //!   key its retry back.
 //!
@@ -85,7 +85,8 @@
 //! the refund is exact unless a caller a whole window later re-claims the same bucket at that
 //! moment (the shared window's boundary rule). `keyed_budget_stress` checks under many threads
 //! that no key and no shared budget ever grants more than it allows, and that every refund
-//! lands.
+//! lands; `loom_keyed_budget` checks every interleaving of a refund with another grant and of
+//! a retry with `evict_idle`.
 //!
 //! ```
 //! use resilix::retry::budget::{KeyedBudget, RatioBudget, RetryBudget, PER_KEY_DEFAULT};
