@@ -170,7 +170,8 @@ proptest! {
         keys in 1u64..=24,
         seed in any::<u64>(),
     ) {
-        let gaps = Gaps::between(Duration::from_nanos(1), (per_key.window / 4).max(Duration::from_nanos(2)));
+        let longest = (per_key.window / 4).max(Duration::from_nanos(2));
+        let gaps = Gaps::between(Duration::from_nanos(1), longest);
         run_all(per_key, shared, keys, seed, gaps, FAILING).map_err(TestCaseError::fail)?;
     }
 }

@@ -25,13 +25,13 @@
 //! quiet and never serves a new key again (the registry leaks of resilience4j #650/#703). A
 //! ratio budget's window empties one window after the key's last first attempt or retry, and
 //! an empty window is exactly a new budget: that is the entry's **idle** test, judged by the
-//! table while nobody can use the entry, so the judgement is final. A [`TokenBucket`] refills
-//! only from successes, never with time: a key that drained its bucket and went away would
-//! hold its entry for ever. A [`RetryBreaker`] needs many attempts per window before it has
-//! a rate at all (ten by default), which one key of many rarely has (Brooker's "tripping too
-//! early" with many small clients). So the per-key kind is fixed and the shared kind is free:
-//! `S` is any [`RetryBudget`], held by value or, to share it with other pipelines, by
-//! reference.
+//! table while nobody can use the entry, so the judgement is final. A
+//! [`TokenBucket`](super::TokenBucket) refills only from successes, never with time: a key
+//! that drained its bucket and went away would hold its entry for ever. A
+//! [`RetryBreaker`](super::RetryBreaker) needs many attempts per window before it has a rate
+//! at all (ten by default), which one key of many rarely has (Brooker's "tripping too early"
+//! with many small clients). So the per-key kind is fixed and the shared kind is free: `S` is
+//! any [`RetryBudget`], held by value or, to share it with other pipelines, by reference.
 //!
 //! # The order of the two grants, and why nothing leaks
 //!
@@ -115,8 +115,6 @@ use core::fmt;
 use core::time::Duration;
 
 use super::{BudgetConfigError, RatioBudget, RatioBudgetConfig, RetryBudget};
-#[allow(unused_imports)] // for the docs
-use super::{RetryBreaker, TokenBucket};
 use crate::keyed::{KeyTable, Slot, Tag};
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
@@ -157,7 +155,8 @@ pub const PER_KEY_DEFAULT: RatioBudgetConfig = RatioBudgetConfig {
 /// let none = KeyedBudget::<0, _>::new(PER_KEY_DEFAULT, Unlimited).unwrap_err();
 /// assert_eq!(none, KeyedBudgetError::ZeroCapacity);
 /// assert!(none.to_string().contains("at least one entry"));
-/// let never = RatioBudgetConfig { max_retry_permille: 0, min_retries_per_window: 0, ..PER_KEY_DEFAULT };
+/// let never =
+///     RatioBudgetConfig { max_retry_permille: 0, min_retries_per_window: 0, ..PER_KEY_DEFAULT };
 /// let bad = KeyedBudget::<8, _>::new(never, Unlimited).unwrap_err();
 /// assert_eq!(bad, KeyedBudgetError::PerKey(BudgetConfigError::NeverRetries));
 /// assert!(bad.to_string().starts_with("the per-key budget: "));

@@ -1,7 +1,7 @@
 use core::time::Duration;
 
 use super::*;
-use crate::retry::budget::{Charge, TokenBucketConfig, Tokens, Unlimited};
+use crate::retry::budget::{Charge, TokenBucket, TokenBucketConfig, Tokens, Unlimited};
 use crate::time::{Clock, ManualClock};
 
 const T: VerdictKind = VerdictKind::Transient;
