@@ -33,6 +33,7 @@ mod draws;
 pub mod hedge;
 pub mod inbound;
 pub mod keyed_breaker;
+pub mod keyed_budget;
 pub mod limiter;
 pub mod pipeline;
 pub mod rate_limit;

@@ -385,6 +385,29 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         }
     }
 
+    /// Undoes one [`try_add_one`](Self::try_add_one) of counter `index` made at this same
+    /// `now`: takes one back from the bucket for `now` if that bucket still counts `now`'s
+    /// period (published) and the counter is above zero; otherwise the increment has left the
+    /// window with its bucket, and nothing is taken. For a reservation that a second check
+    /// refused (the keyed retry budget's shared budget).
+    ///
+    /// Exact unless a claim of the same bucket for another period (a caller a whole window
+    /// later) lands between the look at the period and the decrement: then one increment of
+    /// the new period may be taken instead, a transient undercount of one, bounded by the
+    /// refunds in flight across that boundary.
+    pub(crate) fn take_back_one(&self, now: Instant, index: usize) {
+        if B == 0 || index >= C {
+            return;
+        }
+        let period = self.period(now);
+        let bucket = &self.buckets[Self::index(period)];
+        if bucket.published_period(period) != Some(period) {
+            return;
+        }
+        let _ = bucket.counts[index]
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
+    }
+
     /// Forgets everything.
     pub(crate) fn clear(&self) {
         for bucket in &self.buckets {
@@ -502,6 +525,28 @@ mod tests {
         w.add(Instant::ZERO, [u32::MAX]);
         w.add(Instant::ZERO, [u32::MAX]);
         assert_eq!(w.totals(Instant::ZERO), [u32::MAX], "counts saturate");
+    }
+
+    #[test]
+    fn take_back_one_undoes_a_bounded_add_in_its_own_period_only() {
+        let w: TimeWindow<4, 2> = TimeWindow::new(Duration::from_secs(4));
+        let at = Instant::from_millis(1_500);
+        assert!(w.try_add_one(at, 1, |_| 1));
+        assert!(!w.try_add_one(at, 1, |_| 1), "the limit is reached");
+        w.take_back_one(at, 1);
+        assert_eq!(w.totals(at), [0, 0]);
+        assert!(w.try_add_one(at, 1, |_| 1), "the room is back");
+        // Never below zero, never another counter, never a bucket of another period.
+        w.take_back_one(at, 0);
+        assert_eq!(w.totals(at), [0, 1]);
+        let later = Instant::from_millis(5_500); // the same bucket, a window later
+        w.add(later, [0, 1]);
+        w.take_back_one(at, 1);
+        assert_eq!(w.totals(later), [0, 1], "the new period's count is kept");
+        w.take_back_one(later, 1);
+        w.take_back_one(later, 1);
+        assert_eq!(w.totals(later), [0, 0]);
+        w.take_back_one(later, 7);
     }
 
     #[test]

@@ -28,21 +28,21 @@
 //! # Per-key budgets (spec §9)
 //!
 //! A shared budget bounds the process, so one hostile or broken key (a tenant, an endpoint)
-//! can spend all of it and leave other keys without retries. We accept that and build no
-//! per-key sub-budgets into the core, because what a key can take is *retries*, never first
-//! attempts: the worst it does to other keys is return them to "no retries" behaviour, while
-//! the upstream stays protected, which is the budget's job. Isolation, where it matters, is
-//! one budget per key: budgets are small, allocation-free and `const`-constructible, so a
-//! fixed array of them indexed by key class (or one per pipeline) costs a few words each.
-//! Nesting a per-key budget inside a global one would need a refund path on refusal and two
-//! atomics per retry; nothing published measures the gain, so we leave it out.
+//! can spend all of it and leave other keys without retries. [`KeyedBudget`] answers it: a
+//! fixed table of small per-key ratio budgets under the shared one, a retry made only when
+//! both grant it, the key asked first and refunded if the shared budget refuses, so neither
+//! pays for a retry that is not made. With the default per-key ratio (the shared 10%), each
+//! key can spend only its own traffic's share. Memory is fixed by the table's size; see
+//! [`keyed`] for the reasoning, the table's rules and the cost per key.
 
 pub mod circuit;
 mod control;
+pub mod keyed;
 pub mod ratio;
 pub mod token_bucket;
 
 pub use circuit::{RetryBreaker, RetryBreakerConfig};
+pub use keyed::{ForKey, KeyedBudget, KeyedBudgetError, PER_KEY_DEFAULT};
 pub use ratio::{RatioBudget, RatioBudgetConfig};
 pub use token_bucket::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};
 
