@@ -202,8 +202,11 @@ impl Config {
     }
 
     /// As [`build`](Self::build), keeping from `previous` every budget and policy whose table
-    /// did not change (the same `Arc`, its state intact); see
-    /// [`PipelineConfig::build_reusing`]. A pipeline renamed is a new pipeline.
+    /// did not change (the same `Arc`, its state intact), and every policy whose table changed
+    /// only in settings it takes in place (the same `Arc`, reconfigured); see
+    /// [`PipelineConfig::build_reusing`]. A pipeline renamed is a new pipeline. The
+    /// reconfigurations are applied only after every pipeline has built: an error leaves
+    /// every live policy as it was.
     pub fn build_reusing(&self, previous: Option<&Pipelines>) -> Result<Pipelines, ConfigError> {
         let mut budgets = BTreeMap::new();
         for (name, section) in &self.budgets {
@@ -220,6 +223,7 @@ impl Config {
         }
         let lookup = |name: &str| budgets.get(name).cloned();
         let mut pipelines = BTreeMap::new();
+        let mut pending = section::Pending::default();
         for (name, section) in &self.pipelines {
             let before = previous.and_then(|p| {
                 Some((
@@ -228,9 +232,11 @@ impl Config {
                 ))
             });
             let path = join("pipelines", name);
-            let pipeline = section.build_reusing(&path, &lookup, before)?;
+            let pipeline = section.build_deferring(&path, &lookup, before, &mut pending)?;
             pipelines.insert(name.clone(), Arc::new(pipeline));
         }
+        // Every pipeline built: only now may a live policy change.
+        pending.apply();
         Ok(Pipelines {
             config: self.clone(),
             budgets,
