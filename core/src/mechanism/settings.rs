@@ -30,9 +30,6 @@
 //! reader stalled across exactly that many would not notice (no operator reconfigures that
 //! often).
 
-// Until the first policy stores its settings here (the loom build exports it).
-#![cfg_attr(not(loom), allow(dead_code))]
-
 use crate::sync::{AtomicU32, Ordering};
 
 const WRITING: u32 = 1;
@@ -71,7 +68,8 @@ impl<const W: usize> Settings<W> {
     }
 
     /// One attempt at [`read`](Self::read): `None` when two swaps raced it. A single swap,
-    /// finished or preempted half-way, never makes it fail.
+    /// finished or preempted half-way, never makes it fail. (For the models that check it.)
+    #[cfg(any(test, loom))]
     pub fn try_read(&self) -> Option<[u32; W]> {
         self.read_from(self.control.load(Ordering::Acquire)).ok()
     }
@@ -93,6 +91,7 @@ impl<const W: usize> Settings<W> {
     }
 
     /// How many swaps have been published (wrapping at 2^31): a snapshot.
+    #[cfg(any(test, loom))]
     pub fn swaps(&self) -> u32 {
         self.control.load(Ordering::Acquire) >> 1
     }
@@ -157,7 +156,9 @@ pub struct SettingsWriter<'s, const W: usize> {
 }
 
 impl<const W: usize> SettingsWriter<'_, W> {
-    /// The block in force (stable: only this writer could change it).
+    /// The block in force (stable: only this writer could change it): for a policy that
+    /// derives its next block, or adjusts its state, from the one in force.
+    #[allow(dead_code)] // no policy derives one yet (the throttler's K and cap will)
     pub fn current(&self) -> [u32; W] {
         let slot = &self.settings.slots[((self.control >> 1) & 1) as usize];
         core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
