@@ -209,7 +209,9 @@ impl Config {
     /// every live policy as it was.
     pub fn build_reusing(&self, previous: Option<&Pipelines>) -> Result<Pipelines, ConfigError> {
         let mut budgets = BTreeMap::new();
+        let mut pending = section::Pending::default();
         for (name, section) in &self.budgets {
+            let path = join("budgets", name);
             let kept = previous.and_then(|p| {
                 (p.config.budgets.get(name) == Some(section))
                     .then(|| p.budgets.get(name).cloned())
@@ -217,13 +219,27 @@ impl Config {
             });
             let budget = match kept {
                 Some(b) => b,
-                None => section.build(&join("budgets", name))?,
+                None => {
+                    // Validated as a fresh budget would be, so its errors name their fields.
+                    let fresh = section.build(&path)?;
+                    let old = previous
+                        .and_then(|p| Some((p.config.budgets.get(name)?, p.budgets.get(name)?)));
+                    match old.and_then(|(s, b)| section::reconfigurable_ratio(s, b, section, &path))
+                    {
+                        Some((live, config)) => {
+                            let target = Arc::clone(&live);
+                            pending
+                                .push(move |env| section::reconfigure_ratio(&target, config, env));
+                            live
+                        }
+                        None => fresh,
+                    }
+                }
             };
             budgets.insert(name.clone(), budget);
         }
         let lookup = |name: &str| budgets.get(name).cloned();
         let mut pipelines = BTreeMap::new();
-        let mut pending = section::Pending::default();
         for (name, section) in &self.pipelines {
             let before = previous.and_then(|p| {
                 Some((

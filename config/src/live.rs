@@ -11,7 +11,8 @@
 //! config is the live one, the same `Arc`, its state intact (an open breaker stays open, a
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! only in settings the running policy takes in place is the live one too, reconfigured
-//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, so a reload that
+//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent` and a ratio budget's
+//! ratio and floor (same window), so a reload that
 //! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
 //! below it. The reconfigurations are applied only once the whole new config has built, so a
 //! refused reload changes no live policy. A policy whose table changed in any other field
@@ -62,8 +63,9 @@ pub enum ChangeKind {
     /// Its table changed: a new instance, fresh state.
     Fresh,
     /// Its table changed only in settings the running policy takes in place (a bulkhead's
-    /// `max_concurrent`): the live instance was kept and reconfigured, its state (calls in
-    /// flight) intact.
+    /// `max_concurrent`; a ratio budget's `max_retry_permille` and `min_retries_per_window`):
+    /// the live instance was kept and reconfigured, its state (calls in flight, the window's
+    /// counts) intact.
     Reconfigured,
     /// New in this config.
     Added,
@@ -321,7 +323,11 @@ fn changes(old: &Pipelines, new: &Pipelines) -> Vec<Change> {
     for name in sorted_unique(budget_names) {
         let (a, b) = (old_c.budgets.get(name), new_c.budgets.get(name));
         let path = format!("budgets.{name}");
-        push_kind(&mut out, path, a.is_some(), b.is_some(), a == b, false);
+        let same = match (old.budget(name), new.budget(name)) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            _ => false,
+        };
+        push_kind(&mut out, path, a.is_some(), b.is_some(), a == b, same);
     }
     let pipeline_names = old_c.pipelines.keys().chain(new_c.pipelines.keys());
     for name in sorted_unique(pipeline_names) {

@@ -440,3 +440,53 @@ fn readers_see_whole_generations_in_order_while_reloads_run() {
     assert_eq!(live.load().generation(), 300);
     assert!(loads.load(Ordering::Relaxed) > 0);
 }
+
+/// A ratio budget whose ratio or floor changes (same window) is the live one, reconfigured:
+/// its window's counts are kept, and the new ratio applies to them at once. A changed window
+/// cannot change in place: a fresh budget.
+#[test]
+fn a_reload_of_a_ratio_budget_ratio_keeps_its_window() {
+    const R1: &str = r#"
+[budgets.process]
+kind = "ratio"
+max_retry_permille = 100
+window = "10s"
+
+[pipelines.payments.retry]
+budget = "process"
+"#;
+    let ratio = |live: &Live| match &**live.load().budget("process").unwrap() {
+        Budget::Ratio(_) => Arc::clone(live.load().budget("process").unwrap()),
+        other => panic!("{other:?}"),
+    };
+    let counts = |b: &Budget| match b {
+        Budget::Ratio(r) => (r.counts(Instant::from_secs(1)), r.allowance(1_000)),
+        other => panic!("{other:?}"),
+    };
+    let live = Live::new(config(R1)).unwrap();
+    let before = ratio(&live);
+    before.record_first_attempt(Instant::from_secs(1));
+    assert!(before.try_spend(Instant::from_secs(1), VerdictKind::Transient));
+
+    let r2 = R1.replace("max_retry_permille = 100", "max_retry_permille = 300");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&r2))) else {
+        panic!()
+    };
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Reconfigured)));
+    let after = ratio(&live);
+    assert!(Arc::ptr_eq(&after, &before), "the same budget");
+    assert_eq!(
+        counts(&after),
+        ((1, 1), 300),
+        "counts kept, the new ratio in force"
+    );
+
+    let r3 = r2.replace("window = \"10s\"", "window = \"20s\"");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&r3))) else {
+        panic!()
+    };
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Fresh)));
+    let fresh = ratio(&live);
+    assert!(!Arc::ptr_eq(&fresh, &before));
+    assert_eq!(counts(&fresh), ((0, 0), 300), "a new window starts empty");
+}

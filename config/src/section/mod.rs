@@ -101,9 +101,9 @@ impl PipelineConfig {
 
     /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
-    /// its state kept. A policy whose table changed only in settings it takes in place (today
-    /// the bulkhead's `max_concurrent`) is the previous policy too, reconfigured: its calls in
-    /// flight are kept. Every other policy is new. The retry policy holds no state of its own
+    /// its state kept. A policy whose table changed only in settings it takes in place (of a
+    /// pipeline's, today the bulkhead's `max_concurrent`) is the previous policy too,
+    /// reconfigured: its calls in flight are kept. Every other policy is new. The retry policy holds no state of its own
     /// and is always rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
     ///
@@ -206,7 +206,7 @@ type Reconfiguration = Box<dyn FnOnce(&mut Env<'_, SeededRandom>) + Send>;
 pub(crate) struct Pending(Vec<Reconfiguration>);
 
 impl Pending {
-    fn push(&mut self, f: impl FnOnce(&mut Env<'_, SeededRandom>) + Send + 'static) {
+    pub(crate) fn push(&mut self, f: impl FnOnce(&mut Env<'_, SeededRandom>) + Send + 'static) {
         self.0.push(Box::new(f));
     }
 
@@ -219,5 +219,37 @@ impl Pending {
         for f in self.0 {
             f(&mut env);
         }
+    }
+}
+
+/// A live ratio budget that can take `section` in place (its table was `old`): both ratio
+/// budgets over the same window, so only the ratio and the floor differ. `None`: build fresh.
+pub(crate) fn reconfigurable_ratio(
+    old: &BudgetSection,
+    live: &Arc<Budget>,
+    section: &BudgetSection,
+    path: &str,
+) -> Option<(Arc<Budget>, resilix::retry::budget::RatioBudgetConfig)> {
+    let (Ok(BudgetCore::Ratio(before)), Ok(BudgetCore::Ratio(after))) =
+        (old.core_config(path), section.core_config(path))
+    else {
+        return None;
+    };
+    (matches!(**live, Budget::Ratio(_)) && before.window == after.window)
+        .then(|| (Arc::clone(live), after))
+}
+
+/// Applies a ratio budget's new ratio and floor. The config was validated and its window
+/// checked equal when the reload decided, so the only refusal left is another writer racing
+/// this one (`Busy`, held for a few stores): tried again until it is through.
+pub(crate) fn reconfigure_ratio(
+    live: &Budget,
+    config: resilix::retry::budget::RatioBudgetConfig,
+    env: &mut Env<'_, SeededRandom>,
+) {
+    use resilix::retry::budget::ratio::RatioReconfigureError;
+    let Budget::Ratio(budget) = live else { return };
+    while let Err(RatioReconfigureError::Busy) = budget.reconfigure(config, env) {
+        std::hint::spin_loop();
     }
 }
