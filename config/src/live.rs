@@ -11,8 +11,9 @@
 //! config is the live one, the same `Arc`, its state intact (an open breaker stays open, a
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! only in settings the running policy takes in place is the live one too, reconfigured
-//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent` and a ratio budget's
-//! ratio and floor (same window), so a reload that
+//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
+//! `min_limit` and `max_limit` (the limit clamped into them), and a ratio budget's ratio and
+//! floor (same window), so a reload that
 //! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
 //! below it. The reconfigurations are applied only once the whole new config has built, so a
 //! refused reload changes no live policy. A policy whose table changed in any other field
@@ -63,7 +64,8 @@ pub enum ChangeKind {
     /// Its table changed: a new instance, fresh state.
     Fresh,
     /// Its table changed only in settings the running policy takes in place (a bulkhead's
-    /// `max_concurrent`; a ratio budget's `max_retry_permille` and `min_retries_per_window`):
+    /// `max_concurrent`; a limiter's `min_limit` and `max_limit`; a ratio budget's
+    /// `max_retry_permille` and `min_retries_per_window`):
     /// the live instance was kept and reconfigured, its state (calls in flight, the window's
     /// counts) intact.
     Reconfigured,
@@ -339,18 +341,9 @@ fn changes(old: &Pipelines, new: &Pipelines) -> Vec<Change> {
                 continue;
             }
         };
-        // The only policy a changed table can keep (reconfigured in place).
-        let kept_bulkhead = match (
-            old.pipelines
-                .get(name)
-                .and_then(|p| p.bulkhead_ref().clone()),
-            new.pipelines
-                .get(name)
-                .and_then(|p| p.bulkhead_ref().clone()),
-        ) {
-            (Some(x), Some(y)) => Arc::ptr_eq(&x, &y),
-            _ => false,
-        };
+        // A changed table whose policy is the same `Arc` was reconfigured in place.
+        let (p, q) = (old.pipelines.get(name), new.pipelines.get(name));
+        let same = |f: fn(&ConfiguredPipeline) -> Option<*const ()>| matches!((p.and_then(|p| f(p)), q.and_then(|q| f(q))), (Some(x), Some(y)) if x == y);
         let slots = [
             (
                 "attempt_timeout",
@@ -358,11 +351,31 @@ fn changes(old: &Pipelines, new: &Pipelines) -> Vec<Change> {
                 false,
             ),
             ("retry", slot(&a.retry, &b.retry), false),
-            ("throttler", slot(&a.throttler, &b.throttler), false),
-            ("breaker", slot(&a.breaker, &b.breaker), false),
-            ("limiter", slot(&a.limiter, &b.limiter), false),
-            ("bulkhead", slot(&a.bulkhead, &b.bulkhead), kept_bulkhead),
-            ("rate_limit", slot(&a.rate_limit, &b.rate_limit), false),
+            (
+                "throttler",
+                slot(&a.throttler, &b.throttler),
+                same(|p| p.throttler_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "breaker",
+                slot(&a.breaker, &b.breaker),
+                same(|p| p.breaker_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "limiter",
+                slot(&a.limiter, &b.limiter),
+                same(|p| p.limiter_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "bulkhead",
+                slot(&a.bulkhead, &b.bulkhead),
+                same(|p| p.bulkhead_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "rate_limit",
+                slot(&a.rate_limit, &b.rate_limit),
+                same(|p| p.rate_limit_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
         ];
         for (name, (before, after, equal), same_policy) in slots {
             push_kind(

@@ -490,3 +490,55 @@ budget = "process"
     assert!(!Arc::ptr_eq(&fresh, &before));
     assert_eq!(counts(&fresh), ((0, 0), 300), "a new window starts empty");
 }
+
+/// A limiter whose bounds alone change is the live one: its calls in flight are kept and its
+/// limit is clamped into the new bounds in the same step. Any other change (here its
+/// `max_window`) builds a fresh limiter.
+#[test]
+fn a_reload_of_only_a_limiter_s_bounds_keeps_it_and_clamps_its_limit() {
+    const L1: &str = r#"
+[pipelines.api.limiter]
+algorithm = "aimd"
+initial_limit = 10
+min_limit = 2
+max_limit = 50
+"#;
+    let live = Live::new(config(L1)).unwrap();
+    let limiter = live.pipeline("api").unwrap().limiter_ref().clone().unwrap();
+    let mut rng = SeededRandom::new(5);
+    let held: Vec<_> = (0..6)
+        .map(|_| limiter.admit(&mut env(&mut rng)).unwrap())
+        .collect();
+
+    let l2 = L1.replace("max_limit = 50", "max_limit = 10");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l2))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Reconfigured)]
+    );
+    let now = live.pipeline("api").unwrap().limiter_ref().clone().unwrap();
+    assert!(Arc::ptr_eq(&now, &limiter), "the same limiter");
+    assert_eq!((now.limit(), now.in_flight()), (10, 6));
+    let l3 = l2
+        .replace("initial_limit = 10", "initial_limit = 8\nmax_limit = 8")
+        .replace("max_limit = 10", "");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l3))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Fresh)],
+        "initial_limit changed"
+    );
+    drop(held);
+    let l4 = format!("{l3}max_window = \"3s\"\n");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l4))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Fresh)]
+    );
+}

@@ -102,9 +102,10 @@ impl PipelineConfig {
     /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
     /// its state kept. A policy whose table changed only in settings it takes in place (of a
-    /// pipeline's, today the bulkhead's `max_concurrent`) is the previous policy too,
-    /// reconfigured: its calls in flight are kept. Every other policy is new. The retry policy holds no state of its own
-    /// and is always rebuilt; its budget is whatever `budgets` returns, which is how a reload
+    /// pipeline's, today the bulkhead's `max_concurrent` and the limiter's `min_limit` and
+    /// `max_limit`) is the previous policy too, reconfigured: its calls in flight are kept.
+    /// Every other policy is new. The retry policy holds no state of its own and is always
+    /// rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
     ///
     /// The reconfigurations are applied when this returns `Ok`, and never on an error. A
@@ -159,11 +160,35 @@ impl PipelineConfig {
             previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
             |s| s.build(&join(path, "breaker")),
         )?;
-        let limiter = slot(
-            &self.limiter,
-            previous.map(|(c, p)| (&c.limiter, p.limiter_ref())),
-            |s| s.build(&join(path, "limiter")),
-        )?;
+        let limiter_path = join(path, "limiter");
+        let live_limiter =
+            previous.and_then(|(c, p)| Some((c.limiter.as_ref()?, p.limiter_ref().as_ref()?)));
+        let limiter = match (&self.limiter, live_limiter) {
+            // Only the bounds changed: the live limiter, its limit clamped into them.
+            (Some(s), Some((old, live)))
+                if old != s && only_bounds_differ(old, s, &limiter_path) =>
+            {
+                // Validated as a fresh limiter would be, so its errors name their fields.
+                s.build(&limiter_path)?;
+                let config = s.core_config(&limiter_path)?;
+                let target = Arc::clone(live);
+                pending.push(move |env| {
+                    // The config was checked: the only refusal left is a window closing at
+                    // that instant (a few stores), so try again until it is through.
+                    while let Err(resilix::limiter::LimiterReconfigureError::Busy) =
+                        target.reconfigure(config, env)
+                    {
+                        std::hint::spin_loop();
+                    }
+                });
+                Some(Arc::clone(live))
+            }
+            _ => slot(
+                &self.limiter,
+                previous.map(|(c, p)| (&c.limiter, p.limiter_ref())),
+                |s| s.build(&limiter_path),
+            )?,
+        };
         let live_bulkhead =
             previous.and_then(|(c, p)| Some((c.bulkhead.as_ref()?, p.bulkhead_ref().as_ref()?)));
         let bulkhead = match (&self.bulkhead, live_bulkhead) {
@@ -220,6 +245,20 @@ impl Pending {
             f(&mut env);
         }
     }
+}
+
+/// Whether two limiter tables mean configs that differ in `min_limit` and `max_limit` only:
+/// what a running limiter takes in place (`Limiter::reconfigure`).
+fn only_bounds_differ(old: &LimiterSection, new: &LimiterSection, path: &str) -> bool {
+    let (Ok(a), Ok(b)) = (old.core_config(path), new.core_config(path)) else {
+        return false;
+    };
+    let unbounded = |c: resilix::limiter::LimiterConfig| resilix::limiter::LimiterConfig {
+        min_limit: 0,
+        max_limit: 0,
+        ..c
+    };
+    unbounded(a) == unbounded(b)
 }
 
 /// A live ratio budget that can take `section` in place (its table was `old`): both ratio
