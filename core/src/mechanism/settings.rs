@@ -1,7 +1,10 @@
 //! A block of `W` settings words that a running policy reads on its hot path and an operator
-//! replaces at runtime, all at once: the one mechanism behind every policy's `reconfigure`
-//! whose settings do not fit one atomic word (the rate limiter predates it and folds its slot
-//! bit into its state word instead, which saves it the generation loads).
+//! replaces at runtime, all at once: the mechanism for a `reconfigure` whose settings span
+//! several words read together by threads that hold no right of their own (the ratio budget's
+//! ratio and floor, read by every spend). Where one word suffices (the bulkhead's cap) a swap
+//! does; where every reader already holds an exclusive right (the limiter's bounds, read by
+//! the window's closer) the right orders them; the rate limiter folds its slot bit into its
+//! state word instead, which saves it the control loads.
 //!
 //! **Layout.** Two slots of `W` atomic words and one control word: bit 0 is the writer flag,
 //! bits 1–31 count the swaps (wrapping). Slot `swaps & 1` is in force; a writer fills the
