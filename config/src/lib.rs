@@ -202,11 +202,16 @@ impl Config {
     }
 
     /// As [`build`](Self::build), keeping from `previous` every budget and policy whose table
-    /// did not change (the same `Arc`, its state intact); see
-    /// [`PipelineConfig::build_reusing`]. A pipeline renamed is a new pipeline.
+    /// did not change (the same `Arc`, its state intact), and every policy whose table changed
+    /// only in settings it takes in place (the same `Arc`, reconfigured); see
+    /// [`PipelineConfig::build_reusing`]. A pipeline renamed is a new pipeline. The
+    /// reconfigurations are applied only after every pipeline has built: an error leaves
+    /// every live policy as it was.
     pub fn build_reusing(&self, previous: Option<&Pipelines>) -> Result<Pipelines, ConfigError> {
         let mut budgets = BTreeMap::new();
+        let mut pending = section::Pending::default();
         for (name, section) in &self.budgets {
+            let path = join("budgets", name);
             let kept = previous.and_then(|p| {
                 (p.config.budgets.get(name) == Some(section))
                     .then(|| p.budgets.get(name).cloned())
@@ -214,7 +219,22 @@ impl Config {
             });
             let budget = match kept {
                 Some(b) => b,
-                None => section.build(&join("budgets", name))?,
+                None => {
+                    // Validated as a fresh budget would be, so its errors name their fields.
+                    let fresh = section.build(&path)?;
+                    let old = previous
+                        .and_then(|p| Some((p.config.budgets.get(name)?, p.budgets.get(name)?)));
+                    match old.and_then(|(s, b)| section::reconfigurable_ratio(s, b, section, &path))
+                    {
+                        Some((live, config)) => {
+                            let target = Arc::clone(&live);
+                            pending
+                                .push(move |env| section::reconfigure_ratio(&target, config, env));
+                            live
+                        }
+                        None => fresh,
+                    }
+                }
             };
             budgets.insert(name.clone(), budget);
         }
@@ -228,9 +248,11 @@ impl Config {
                 ))
             });
             let path = join("pipelines", name);
-            let pipeline = section.build_reusing(&path, &lookup, before)?;
+            let pipeline = section.build_deferring(&path, &lookup, before, &mut pending)?;
             pipelines.insert(name.clone(), Arc::new(pipeline));
         }
+        // Every pipeline built: only now may a live policy change.
+        pending.apply();
         Ok(Pipelines {
             config: self.clone(),
             budgets,

@@ -10,13 +10,18 @@
 //! **What a reload keeps.** A budget or policy whose table is *equal* to its table in the live
 //! config is the live one, the same `Arc`, its state intact (an open breaker stays open, a
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
-//! in any field starts fresh, as at start-up. A table removed drops its policy once the calls
-//! holding it finish. A renamed pipeline or budget is a new one. A config with no pipelines
-//! at all is refused while some are live ([`Problem::NoPipelines`]): an empty file is valid
-//! TOML, and a file caught between truncation and rewrite reads as one. (In-place reconfiguration of
-//! a running policy, keeping its state across a changed table, is later work: its seam is
-//! [`PipelineConfig::build_reusing`](crate::section::PipelineConfig::build_reusing), where a
-//! changed table now builds afresh.)
+//! only in settings the running policy takes in place is the live one too, reconfigured
+//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
+//! `min_limit` and `max_limit` (the limit clamped into them), and a ratio budget's ratio and
+//! floor (same window), so a reload that
+//! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
+//! below it. The reconfigurations are applied only once the whole new config has built, so a
+//! refused reload changes no live policy. A policy whose table changed in any other field
+//! starts fresh, as at start-up. A table removed drops its policy once the calls holding it
+//! finish. A renamed pipeline or budget is a new one. A config with no pipelines at all is
+//! refused while some are live ([`Problem::NoPipelines`]): an empty file is valid TOML, and a
+//! file caught between truncation and rewrite reads as one. (The seam for more in-place
+//! changes is [`PipelineConfig::build_reusing`](crate::section::PipelineConfig::build_reusing).)
 //!
 //! **What a reload reports.** Every reload returns a [`ReloadEvent`], hands it to the
 //! listener if one is set, emits it as a `tracing` event with the `tracing` feature
@@ -58,6 +63,12 @@ pub enum ChangeKind {
     Kept,
     /// Its table changed: a new instance, fresh state.
     Fresh,
+    /// Its table changed only in settings the running policy takes in place (a bulkhead's
+    /// `max_concurrent`; a limiter's `min_limit` and `max_limit`; a ratio budget's
+    /// `max_retry_permille` and `min_retries_per_window`):
+    /// the live instance was kept and reconfigured, its state (calls in flight, the window's
+    /// counts) intact.
+    Reconfigured,
     /// New in this config.
     Added,
     /// Gone from this config.
@@ -304,25 +315,21 @@ fn emit(event: &ReloadEvent) {
 fn emit(_event: &ReloadEvent) {}
 
 /// What an applied reload did to each budget, policy and pipeline. A table equal to its old
-/// one is `Kept` (and is the same `Arc`: `build_reusing` guarantees it); the retry slot and
-/// the attempt timeout hold no state, and are reported by their tables alike.
+/// one is `Kept` (and is the same `Arc`: `build_reusing` guarantees it); a changed table whose
+/// policy is still the same `Arc` was reconfigured in place; the retry slot and the attempt
+/// timeout hold no state, and are reported by their tables alike.
 fn changes(old: &Pipelines, new: &Pipelines) -> Vec<Change> {
     let mut out = Vec::new();
-    let mut push = |path: String, before: bool, after: bool, equal: bool| {
-        let kind = match (before, after) {
-            (false, false) => return,
-            (false, true) => ChangeKind::Added,
-            (true, false) => ChangeKind::Removed,
-            (true, true) if equal => ChangeKind::Kept,
-            (true, true) => ChangeKind::Fresh,
-        };
-        out.push(Change { path, kind });
-    };
     let (old_c, new_c) = (old.config(), new.config());
     let budget_names = old_c.budgets.keys().chain(new_c.budgets.keys());
     for name in sorted_unique(budget_names) {
         let (a, b) = (old_c.budgets.get(name), new_c.budgets.get(name));
-        push(format!("budgets.{name}"), a.is_some(), b.is_some(), a == b);
+        let path = format!("budgets.{name}");
+        let same = match (old.budget(name), new.budget(name)) {
+            (Some(x), Some(y)) => Arc::ptr_eq(x, y),
+            _ => false,
+        };
+        push_kind(&mut out, path, a.is_some(), b.is_some(), a == b, same);
     }
     let pipeline_names = old_c.pipelines.keys().chain(new_c.pipelines.keys());
     for name in sorted_unique(pipeline_names) {
@@ -330,27 +337,77 @@ fn changes(old: &Pipelines, new: &Pipelines) -> Vec<Change> {
         let (a, b) = match (old_c.pipelines.get(name), new_c.pipelines.get(name)) {
             (Some(a), Some(b)) => (a, b),
             (a, b) => {
-                push(base, a.is_some(), b.is_some(), false);
+                push_kind(&mut out, base, a.is_some(), b.is_some(), false, false);
                 continue;
             }
         };
+        // A changed table whose policy is the same `Arc` was reconfigured in place.
+        let (p, q) = (old.pipelines.get(name), new.pipelines.get(name));
+        let same = |f: fn(&ConfiguredPipeline) -> Option<*const ()>| matches!((p.and_then(|p| f(p)), q.and_then(|q| f(q))), (Some(x), Some(y)) if x == y);
         let slots = [
             (
                 "attempt_timeout",
                 slot(&a.attempt_timeout, &b.attempt_timeout),
+                false,
             ),
-            ("retry", slot(&a.retry, &b.retry)),
-            ("throttler", slot(&a.throttler, &b.throttler)),
-            ("breaker", slot(&a.breaker, &b.breaker)),
-            ("limiter", slot(&a.limiter, &b.limiter)),
-            ("bulkhead", slot(&a.bulkhead, &b.bulkhead)),
-            ("rate_limit", slot(&a.rate_limit, &b.rate_limit)),
+            ("retry", slot(&a.retry, &b.retry), false),
+            (
+                "throttler",
+                slot(&a.throttler, &b.throttler),
+                same(|p| p.throttler_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "breaker",
+                slot(&a.breaker, &b.breaker),
+                same(|p| p.breaker_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "limiter",
+                slot(&a.limiter, &b.limiter),
+                same(|p| p.limiter_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "bulkhead",
+                slot(&a.bulkhead, &b.bulkhead),
+                same(|p| p.bulkhead_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
+            (
+                "rate_limit",
+                slot(&a.rate_limit, &b.rate_limit),
+                same(|p| p.rate_limit_ref().as_ref().map(|x| Arc::as_ptr(x).cast())),
+            ),
         ];
-        for (name, (before, after, equal)) in slots {
-            push(format!("{base}.{name}"), before, after, equal);
+        for (name, (before, after, equal), same_policy) in slots {
+            push_kind(
+                &mut out,
+                format!("{base}.{name}"),
+                before,
+                after,
+                equal,
+                same_policy,
+            );
         }
     }
     out
+}
+
+fn push_kind(
+    out: &mut Vec<Change>,
+    path: String,
+    before: bool,
+    after: bool,
+    equal: bool,
+    same_policy: bool,
+) {
+    let kind = match (before, after) {
+        (false, false) => return,
+        (false, true) => ChangeKind::Added,
+        (true, false) => ChangeKind::Removed,
+        (true, true) if equal => ChangeKind::Kept,
+        (true, true) if same_policy => ChangeKind::Reconfigured,
+        (true, true) => ChangeKind::Fresh,
+    };
+    out.push(Change { path, kind });
 }
 
 /// Whether a table was there before, is there now, and is equal.

@@ -1,6 +1,7 @@
 //! Static stability: a reload that fails to read or validate keeps the last good config and
-//! says so; one that succeeds keeps every unchanged policy (the same `Arc`, its state) and
-//! starts every changed one fresh; readers see whole generations while reloads run.
+//! says so; one that succeeds keeps every unchanged policy (the same `Arc`, its state),
+//! reconfigures in place a bulkhead whose cap changed (its calls in flight kept), and starts
+//! every other changed policy fresh; readers see whole generations while reloads run.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -52,6 +53,65 @@ fn balance(live: &Live) -> u32 {
     }
 }
 
+/// A reload that changes only a bulkhead's cap keeps its in-flight count: lowered below it,
+/// the bulkhead admits nobody until those calls drain; and a reload refused elsewhere
+/// (another pipeline's invalid table) leaves the live cap as it was.
+#[test]
+fn a_reload_of_only_a_bulkhead_cap_keeps_its_calls_in_flight() {
+    let live = Live::new(config(V1)).unwrap();
+    let mut rng = SeededRandom::new(4);
+    let bulkhead = live
+        .pipeline("payments")
+        .unwrap()
+        .bulkhead_ref()
+        .clone()
+        .unwrap();
+    let held: Vec<_> = (0..3)
+        .map(|_| bulkhead.admit(&mut env(&mut rng)).unwrap())
+        .collect();
+
+    // Refused: the cap change in `payments` must not be applied either.
+    let bad = V1
+        .replace("max_concurrent = 4", "max_concurrent = 2")
+        .replace(
+            "[pipelines.search.bulkhead]\nmax_concurrent = 2",
+            "[pipelines.search.bulkhead]\nmax_concurrent = 0",
+        );
+    assert!(matches!(
+        live.reload(Ok(config(&bad))),
+        ReloadEvent::ConfigRejected { .. }
+    ));
+    assert_eq!(
+        bulkhead.max_concurrent(),
+        4,
+        "a refused reload changed a live cap"
+    );
+
+    let lowered = V1.replace("max_concurrent = 4", "max_concurrent = 2");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&lowered))) else {
+        panic!()
+    };
+    assert!(changes.contains(&change(
+        "pipelines.payments.bulkhead",
+        ChangeKind::Reconfigured
+    )));
+    let now = live
+        .pipeline("payments")
+        .unwrap()
+        .bulkhead_ref()
+        .clone()
+        .unwrap();
+    assert!(Arc::ptr_eq(&now, &bulkhead));
+    assert_eq!((now.max_concurrent(), now.held()), (2, 3), "in flight kept");
+    assert!(now.admit(&mut env(&mut rng)).is_err(), "3 in flight, cap 2");
+    let mut held = held;
+    held.truncate(1);
+    assert!(
+        now.admit(&mut env(&mut rng)).is_ok(),
+        "drained below the new cap"
+    );
+}
+
 #[test]
 fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
     let live = Live::new(config(V1)).unwrap();
@@ -77,7 +137,7 @@ fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
                 change("pipelines.payments.attempt_timeout", ChangeKind::Kept),
                 change("pipelines.payments.retry", ChangeKind::Kept),
                 change("pipelines.payments.breaker", ChangeKind::Kept),
-                change("pipelines.payments.bulkhead", ChangeKind::Fresh),
+                change("pipelines.payments.bulkhead", ChangeKind::Reconfigured),
                 change("pipelines.search.bulkhead", ChangeKind::Kept),
             ],
         }
@@ -86,17 +146,12 @@ fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
     let kept = after.breaker_ref().as_ref().unwrap();
     assert!(Arc::ptr_eq(kept, &breaker), "the same breaker");
     assert_eq!(kept.state(), CircuitState::ForcedOpen, "with its state");
-    let fresh = after.bulkhead_ref().as_ref().unwrap();
-    assert!(!Arc::ptr_eq(fresh, &held));
+    let reconfigured = after.bulkhead_ref().as_ref().unwrap();
+    assert!(Arc::ptr_eq(reconfigured, &held), "the same bulkhead");
     assert_eq!(
-        (fresh.max_concurrent(), fresh.held()),
-        (8, 0),
-        "fresh: no slot held"
-    );
-    assert_eq!(
-        held.held(),
-        1,
-        "the old bulkhead lives on for the call still holding it"
+        (reconfigured.max_concurrent(), reconfigured.held()),
+        (8, 1),
+        "reconfigured in place: the call in flight still counts"
     );
     assert!(Arc::ptr_eq(live.load().budget("process").unwrap(), &budget));
     assert_eq!(balance(&live), spent, "the budget kept what it spent");
@@ -316,8 +371,10 @@ fn the_reloader_offers_a_file_once_per_change_of_its_text() {
 }
 
 /// Readers on four threads load the live config in a loop while a writer reloads it 300
-/// times: every load is a whole generation (its pipeline matches its own config), and each
-/// reader sees generations only go forward.
+/// times: every load is a whole generation (its freshly built breaker matches its own
+/// config), and each reader sees generations only go forward. The bulkhead is reconfigured in
+/// place, one object shared by every generation: a reader sees its generation's cap or a
+/// later one's, never an older one.
 #[test]
 fn readers_see_whole_generations_in_order_while_reloads_run() {
     let live = Arc::new(Live::new(config(V1)).unwrap());
@@ -342,8 +399,25 @@ fn readers_see_whole_generations_in_order_while_reloads_run() {
                     let written = now.config().pipelines["search"]
                         .bulkhead
                         .unwrap()
-                        .max_concurrent;
-                    assert_eq!(Some(cap), written, "a whole generation");
+                        .max_concurrent
+                        .unwrap();
+                    assert!(
+                        cap >= written,
+                        "cap {cap} older than generation's {written}"
+                    );
+                    let payments = now.get("payments").unwrap();
+                    let calls = payments
+                        .breaker_ref()
+                        .as_ref()
+                        .unwrap()
+                        .config()
+                        .minimum_calls;
+                    let written = now.config().pipelines["payments"]
+                        .breaker
+                        .as_ref()
+                        .unwrap()
+                        .minimum_calls;
+                    assert_eq!(Some(calls), written, "a whole generation");
                     loads.fetch_add(1, Ordering::Relaxed);
                 }
                 last
@@ -351,7 +425,9 @@ fn readers_see_whole_generations_in_order_while_reloads_run() {
         })
         .collect();
     for i in 0..300u32 {
-        let text = V1.replace("max_concurrent = 2", &format!("max_concurrent = {}", 3 + i));
+        let text = V1
+            .replace("max_concurrent = 2", &format!("max_concurrent = {}", 3 + i))
+            .replace("minimum_calls = 10", &format!("minimum_calls = {}", 11 + i));
         assert!(matches!(
             live.reload(Ok(config(&text))),
             ReloadEvent::ConfigApplied { .. }
@@ -363,4 +439,106 @@ fn readers_see_whole_generations_in_order_while_reloads_run() {
     }
     assert_eq!(live.load().generation(), 300);
     assert!(loads.load(Ordering::Relaxed) > 0);
+}
+
+/// A ratio budget whose ratio or floor changes (same window) is the live one, reconfigured:
+/// its window's counts are kept, and the new ratio applies to them at once. A changed window
+/// cannot change in place: a fresh budget.
+#[test]
+fn a_reload_of_a_ratio_budget_ratio_keeps_its_window() {
+    const R1: &str = r#"
+[budgets.process]
+kind = "ratio"
+max_retry_permille = 100
+window = "10s"
+
+[pipelines.payments.retry]
+budget = "process"
+"#;
+    let ratio = |live: &Live| match &**live.load().budget("process").unwrap() {
+        Budget::Ratio(_) => Arc::clone(live.load().budget("process").unwrap()),
+        other => panic!("{other:?}"),
+    };
+    let counts = |b: &Budget| match b {
+        Budget::Ratio(r) => (r.counts(Instant::from_secs(1)), r.allowance(1_000)),
+        other => panic!("{other:?}"),
+    };
+    let live = Live::new(config(R1)).unwrap();
+    let before = ratio(&live);
+    before.record_first_attempt(Instant::from_secs(1));
+    assert!(before.try_spend(Instant::from_secs(1), VerdictKind::Transient));
+
+    let r2 = R1.replace("max_retry_permille = 100", "max_retry_permille = 300");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&r2))) else {
+        panic!()
+    };
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Reconfigured)));
+    let after = ratio(&live);
+    assert!(Arc::ptr_eq(&after, &before), "the same budget");
+    assert_eq!(
+        counts(&after),
+        ((1, 1), 300),
+        "counts kept, the new ratio in force"
+    );
+
+    let r3 = r2.replace("window = \"10s\"", "window = \"20s\"");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&r3))) else {
+        panic!()
+    };
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Fresh)));
+    let fresh = ratio(&live);
+    assert!(!Arc::ptr_eq(&fresh, &before));
+    assert_eq!(counts(&fresh), ((0, 0), 300), "a new window starts empty");
+}
+
+/// A limiter whose bounds alone change is the live one: its calls in flight are kept and its
+/// limit is clamped into the new bounds in the same step. Any other change (here its
+/// `max_window`) builds a fresh limiter.
+#[test]
+fn a_reload_of_only_a_limiter_s_bounds_keeps_it_and_clamps_its_limit() {
+    const L1: &str = r#"
+[pipelines.api.limiter]
+algorithm = "aimd"
+initial_limit = 10
+min_limit = 2
+max_limit = 50
+"#;
+    let live = Live::new(config(L1)).unwrap();
+    let limiter = live.pipeline("api").unwrap().limiter_ref().clone().unwrap();
+    let mut rng = SeededRandom::new(5);
+    let held: Vec<_> = (0..6)
+        .map(|_| limiter.admit(&mut env(&mut rng)).unwrap())
+        .collect();
+
+    let l2 = L1.replace("max_limit = 50", "max_limit = 10");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l2))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Reconfigured)]
+    );
+    let now = live.pipeline("api").unwrap().limiter_ref().clone().unwrap();
+    assert!(Arc::ptr_eq(&now, &limiter), "the same limiter");
+    assert_eq!((now.limit(), now.in_flight()), (10, 6));
+    let l3 = l2
+        .replace("initial_limit = 10", "initial_limit = 8\nmax_limit = 8")
+        .replace("max_limit = 10", "");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l3))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Fresh)],
+        "initial_limit changed"
+    );
+    drop(held);
+    let l4 = format!("{l3}max_window = \"3s\"\n");
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&l4))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.limiter", ChangeKind::Fresh)]
+    );
 }

@@ -70,6 +70,13 @@ pub(crate) use contract::give_up;
 pub use contract::{control, permit, rejection, verdict};
 pub use mechanism::release;
 pub(crate) use mechanism::{keyed, slots, sync, window};
+// Crate-private, except to the loom model of its protocol (`core/tests/loom_settings.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use mechanism::settings;
+#[cfg(not(loom))]
+#[allow(unused_imports)]
+pub(crate) use mechanism::settings;
 
 pub mod breaker;
 pub mod bulkhead;

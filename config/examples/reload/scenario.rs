@@ -3,7 +3,8 @@
 //! `payments` pipeline the whole time while the config file is rewritten under them.
 //!
 //! 1. `v1` is loaded; traffic flows.
-//! 2. A good change (the bulkhead's cap): applied; the breaker and the budget are kept.
+//! 2. A good change (the bulkhead's cap): applied in place, calls in flight kept; the
+//!    breaker and the budget are kept.
 //! 3. An invalid change (`half_open_probes = 0`): rejected with its path; traffic keeps
 //!    flowing on the last good config.
 //! 4. The breaker is forced open by hand: calls are refused (`circuit-open`).
@@ -137,6 +138,7 @@ impl std::fmt::Display for Step {
                     let kind = match c.kind {
                         ChangeKind::Kept => "unchanged: kept as it is, state intact",
                         ChangeKind::Fresh => "changed: built fresh",
+                        ChangeKind::Reconfigured => "changed in place: reconfigured, state intact",
                         ChangeKind::Added => "added",
                         ChangeKind::Removed => "removed",
                     };
@@ -347,9 +349,9 @@ pub fn check(steps: &[Step]) -> Vec<String> {
                 ("pipelines.payments.attempt_timeout", ChangeKind::Kept),
                 ("pipelines.payments.retry", ChangeKind::Kept),
                 ("pipelines.payments.breaker", ChangeKind::Kept),
-                ("pipelines.payments.bulkhead", ChangeKind::Fresh),
+                ("pipelines.payments.bulkhead", ChangeKind::Reconfigured),
             ],
-        "v2 applies: the bulkhead fresh, the rest kept",
+        "v2 applies: the bulkhead's cap changed in place, the rest kept",
         steps.get(2),
     );
     expect(flowing(&steps[3], 1), "traffic flows on v2", steps.get(3));

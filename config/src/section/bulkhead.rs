@@ -33,11 +33,25 @@ impl BulkheadSection {
     /// # Ok::<(), resilix_config::ConfigError>(())
     /// ```
     pub fn build(&self, path: &str) -> Result<Bulkhead, ConfigError> {
+        self.core_config(path).map(Bulkhead::new)
+    }
+
+    /// The core's config this table means (absent fields at the core's defaults), validated:
+    /// what [`build`](Self::build) builds from, and what a reload hands a running bulkhead's
+    /// `reconfigure`.
+    ///
+    /// ```
+    /// use resilix_config::section::BulkheadSection;
+    ///
+    /// let s = BulkheadSection { max_concurrent: Some(7) };
+    /// assert_eq!(s.core_config("bulkhead")?.max_concurrent(), 7);
+    /// # Ok::<(), resilix_config::ConfigError>(())
+    /// ```
+    pub fn core_config(&self, path: &str) -> Result<BulkheadConfig, ConfigError> {
         let max = self
             .max_concurrent
             .unwrap_or(BulkheadConfig::DEFAULT_MAX_CONCURRENT);
         BulkheadConfig::new(max)
-            .map(Bulkhead::new)
             .map_err(|e| ConfigError::new(join(path, "max_concurrent"), Problem::Bulkhead(e)))
     }
 }

@@ -14,7 +14,10 @@ mod throttler;
 
 use std::sync::Arc;
 
+use resilix::permit::Env;
 use resilix::pipeline::Pipeline;
+use resilix::random::SeededRandom;
+use resilix::time::Instant;
 use serde::{Deserialize, Serialize};
 
 pub use self::breaker::{
@@ -98,19 +101,36 @@ impl PipelineConfig {
 
     /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
-    /// its state kept. Every other policy is new. The retry policy holds no state of its own
-    /// and is always rebuilt; its budget is whatever `budgets` returns, which is how a reload
+    /// its state kept. A policy whose table changed only in settings it takes in place (of a
+    /// pipeline's, today the bulkhead's `max_concurrent` and the limiter's `min_limit` and
+    /// `max_limit`) is the previous policy too, reconfigured: its calls in flight are kept.
+    /// Every other policy is new. The retry policy holds no state of its own and is always
+    /// rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
     ///
-    /// This is where a reload decides, slot by slot, between keeping and starting afresh
-    /// (`slot` below): the seam for in-place reconfiguration. A policy that learns to take a
-    /// new config through `&self` (the rate limiter's `reconfigure` already does) would be
-    /// offered the changed table there, before a fresh one is built.
+    /// The reconfigurations are applied when this returns `Ok`, and never on an error. A
+    /// whole config's reload ([`Config::build_reusing`](crate::Config::build_reusing)) holds
+    /// them back until every pipeline has built, so a reload refused anywhere changes nothing.
     pub fn build_reusing(
         &self,
         path: &str,
         budgets: &dyn Fn(&str) -> Option<Arc<Budget>>,
         previous: Option<(&PipelineConfig, &ConfiguredPipeline)>,
+    ) -> Result<ConfiguredPipeline, ConfigError> {
+        let mut pending = Pending::default();
+        let pipeline = self.build_deferring(path, budgets, previous, &mut pending)?;
+        pending.apply();
+        Ok(pipeline)
+    }
+
+    /// [`build_reusing`](Self::build_reusing), adding its in-place reconfigurations to
+    /// `pending` instead of applying them.
+    pub(crate) fn build_deferring(
+        &self,
+        path: &str,
+        budgets: &dyn Fn(&str) -> Option<Arc<Budget>>,
+        previous: Option<(&PipelineConfig, &ConfiguredPipeline)>,
+        pending: &mut Pending,
     ) -> Result<ConfiguredPipeline, ConfigError> {
         fn slot<S: PartialEq, P>(
             section: &Option<S>,
@@ -140,16 +160,50 @@ impl PipelineConfig {
             previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
             |s| s.build(&join(path, "breaker")),
         )?;
-        let limiter = slot(
-            &self.limiter,
-            previous.map(|(c, p)| (&c.limiter, p.limiter_ref())),
-            |s| s.build(&join(path, "limiter")),
-        )?;
-        let bulkhead = slot(
-            &self.bulkhead,
-            previous.map(|(c, p)| (&c.bulkhead, p.bulkhead_ref())),
-            |s| s.build(&join(path, "bulkhead")),
-        )?;
+        let limiter_path = join(path, "limiter");
+        let live_limiter =
+            previous.and_then(|(c, p)| Some((c.limiter.as_ref()?, p.limiter_ref().as_ref()?)));
+        let limiter = match (&self.limiter, live_limiter) {
+            // Only the bounds changed: the live limiter, its limit clamped into them.
+            (Some(s), Some((old, live)))
+                if old != s && only_bounds_differ(old, s, &limiter_path) =>
+            {
+                // Validated as a fresh limiter would be, so its errors name their fields.
+                s.build(&limiter_path)?;
+                let config = s.core_config(&limiter_path)?;
+                let target = Arc::clone(live);
+                pending.push(move |env| {
+                    // The config was checked: the only refusal left is a window closing at
+                    // that instant (a few stores), so try again until it is through.
+                    while let Err(resilix::limiter::LimiterReconfigureError::Busy) =
+                        target.reconfigure(config, env)
+                    {
+                        std::hint::spin_loop();
+                    }
+                });
+                Some(Arc::clone(live))
+            }
+            _ => slot(
+                &self.limiter,
+                previous.map(|(c, p)| (&c.limiter, p.limiter_ref())),
+                |s| s.build(&limiter_path),
+            )?,
+        };
+        let live_bulkhead =
+            previous.and_then(|(c, p)| Some((c.bulkhead.as_ref()?, p.bulkhead_ref().as_ref()?)));
+        let bulkhead = match (&self.bulkhead, live_bulkhead) {
+            // The cap is the bulkhead's only setting and it changes in place: the live one,
+            // reconfigured once the whole config has built, its calls in flight kept.
+            (Some(s), Some((old, live))) => {
+                if old != s {
+                    let config = s.core_config(&join(path, "bulkhead"))?;
+                    let live = Arc::clone(live);
+                    pending.push(move |env| live.reconfigure(config, env));
+                }
+                Some(Arc::clone(live))
+            }
+            _ => slot(&self.bulkhead, None, |s| s.build(&join(path, "bulkhead")))?,
+        };
         let rate_limit = slot(
             &self.rate_limit,
             previous.map(|(c, p)| (&c.rate_limit, p.rate_limit_ref())),
@@ -166,5 +220,75 @@ impl PipelineConfig {
             Some(t) => pipeline.attempt_timeout(t.0),
             None => pipeline,
         })
+    }
+}
+
+type Reconfiguration = Box<dyn FnOnce(&mut Env<'_, SeededRandom>) + Send>;
+
+/// In-place reconfigurations a build decided on, applied only once the whole config has
+/// built (static stability: a refused reload must leave every live policy as it was).
+#[derive(Default)]
+pub(crate) struct Pending(Vec<Reconfiguration>);
+
+impl Pending {
+    pub(crate) fn push(&mut self, f: impl FnOnce(&mut Env<'_, SeededRandom>) + Send + 'static) {
+        self.0.push(Box::new(f));
+    }
+
+    /// Applies them all. The reload reports them (`ChangeKind::Reconfigured`); the policies'
+    /// own `PolicyReconfigured` events go to no observer here (a reload has none), and no
+    /// decision of a reconfiguration applied here reads the time or the randomness.
+    pub(crate) fn apply(self) {
+        let mut rng = SeededRandom::new(0);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        for f in self.0 {
+            f(&mut env);
+        }
+    }
+}
+
+/// Whether two limiter tables mean configs that differ in `min_limit` and `max_limit` only:
+/// what a running limiter takes in place (`Limiter::reconfigure`).
+fn only_bounds_differ(old: &LimiterSection, new: &LimiterSection, path: &str) -> bool {
+    let (Ok(a), Ok(b)) = (old.core_config(path), new.core_config(path)) else {
+        return false;
+    };
+    let unbounded = |c: resilix::limiter::LimiterConfig| resilix::limiter::LimiterConfig {
+        min_limit: 0,
+        max_limit: 0,
+        ..c
+    };
+    unbounded(a) == unbounded(b)
+}
+
+/// A live ratio budget that can take `section` in place (its table was `old`): both ratio
+/// budgets over the same window, so only the ratio and the floor differ. `None`: build fresh.
+pub(crate) fn reconfigurable_ratio(
+    old: &BudgetSection,
+    live: &Arc<Budget>,
+    section: &BudgetSection,
+    path: &str,
+) -> Option<(Arc<Budget>, resilix::retry::budget::RatioBudgetConfig)> {
+    let (Ok(BudgetCore::Ratio(before)), Ok(BudgetCore::Ratio(after))) =
+        (old.core_config(path), section.core_config(path))
+    else {
+        return None;
+    };
+    (matches!(**live, Budget::Ratio(_)) && before.window == after.window)
+        .then(|| (Arc::clone(live), after))
+}
+
+/// Applies a ratio budget's new ratio and floor. The config was validated and its window
+/// checked equal when the reload decided, so the only refusal left is another writer racing
+/// this one (`Busy`, held for a few stores): tried again until it is through.
+pub(crate) fn reconfigure_ratio(
+    live: &Budget,
+    config: resilix::retry::budget::RatioBudgetConfig,
+    env: &mut Env<'_, SeededRandom>,
+) {
+    use resilix::retry::budget::ratio::RatioReconfigureError;
+    let Budget::Ratio(budget) = live else { return };
+    while let Err(RatioReconfigureError::Busy) = budget.reconfigure(config, env) {
+        std::hint::spin_loop();
     }
 }

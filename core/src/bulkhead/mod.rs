@@ -147,6 +147,7 @@
 //! ```
 
 mod config;
+mod reconfigure;
 pub mod wait;
 
 pub use config::{BulkheadConfig, BulkheadConfigError};
@@ -158,6 +159,7 @@ use crate::permit::{Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::slots::Slots;
+use crate::sync::{AtomicU32, Ordering};
 use crate::verdict::Verdict;
 
 pub use crate::release::ReleaseHook;
@@ -179,7 +181,9 @@ use crate::release::ReleaseSignal;
 /// ```
 #[derive(Debug)]
 pub struct Bulkhead<H = ()> {
-    max_concurrent: u32,
+    // One word: the cap is the bulkhead's only setting, so a reconfiguration is one swap and
+    // needs no `Settings` block (see `reconfigure.rs`).
+    max_concurrent: AtomicU32,
     slots: Slots,
     // The wait protocol's event count and wake-up (shared with the limiter's queue zone).
     released: ReleaseSignal<H>,
@@ -228,16 +232,24 @@ impl<H> Bulkhead<H> {
         /// ```
         pub fn with_hook(config: BulkheadConfig, hook: H) -> Self {
             Bulkhead {
-                max_concurrent: config.max_concurrent(),
+                max_concurrent: AtomicU32::new(config.max_concurrent()),
                 slots: Slots::new(),
                 released: ReleaseSignal::new(hook),
             }
         }
     }
 
-    /// The cap.
-    pub const fn max_concurrent(&self) -> u32 {
-        self.max_concurrent
+    /// The cap in force (a snapshot: [`Self::reconfigure`] may change it).
+    pub fn max_concurrent(&self) -> u32 {
+        self.cap()
+    }
+
+    /// The cap for one admission. Relaxed: an admission racing a reconfiguration may use
+    /// either cap, and one that happens after it sees the new one (coherence); the wait
+    /// protocol's ordering comes from the release count, read before this (`reconfigure.rs`).
+    #[inline(always)]
+    fn cap(&self) -> u32 {
+        self.max_concurrent.load(Ordering::Relaxed)
     }
 
     /// Slots held now: a snapshot, stale as soon as it is read under concurrency.
@@ -247,11 +259,12 @@ impl<H> Bulkhead<H> {
 
     /// Slots free now (a snapshot).
     pub fn available(&self) -> u32 {
-        self.max_concurrent.saturating_sub(self.held())
+        self.cap().saturating_sub(self.held())
     }
 
-    /// How many slots have been given back since construction, wrapping at `u32::MAX`: the
-    /// event count of the wait protocol, as a snapshot. A waiter's step 4 uses
+    /// How many slots have been given back since construction, plus one for each raise of
+    /// the cap ([`Self::reconfigure`]), wrapping at `u32::MAX`: the event count of the wait
+    /// protocol, as a snapshot. A waiter's step 4 uses
     /// [`Self::released_since`], which is ordered after the waiter's registration; a plain
     /// comparison with this snapshot is not.
     pub fn releases(&self) -> u32 {
@@ -303,7 +316,7 @@ impl<H: ReleaseHook> Bulkhead<H> {
         // Read before the attempt: a release this attempt missed bumps the count after this
         // read, which is what lets the waiter detect it (see the module docs).
         let releases = self.released.count();
-        match self.slots.try_acquire(self.max_concurrent) {
+        match self.slots.try_acquire(self.cap()) {
             Ok(held) => Ok(BulkheadPermit {
                 bulkhead: self,
                 held_at_admission: held,
@@ -330,7 +343,7 @@ impl<H: ReleaseHook> Policy for Bulkhead<H> {
         &'a self,
         _env: &mut Env<'_, R, O>,
     ) -> Result<BulkheadPermit<'a, H>, Rejection> {
-        match self.slots.try_acquire(self.max_concurrent) {
+        match self.slots.try_acquire(self.cap()) {
             Ok(held) => Ok(BulkheadPermit {
                 bulkhead: self,
                 held_at_admission: held,
@@ -365,8 +378,8 @@ pub struct BulkheadPermit<'a, H: ReleaseHook = ()> {
 }
 
 impl<H: ReleaseHook> BulkheadPermit<'_, H> {
-    /// Slots held right after this one was taken, this one included (1 ..= cap): how close to
-    /// the cap the admission was.
+    /// Slots held right after this one was taken, this one included (1 ..= the cap in force
+    /// at admission): how close to the cap the admission was.
     pub const fn held_at_admission(&self) -> u32 {
         self.held_at_admission
     }

@@ -270,6 +270,19 @@ impl<const N: usize, Lk: WaiterLock<N>> ReleaseHook for SlotWaiters<N, Lk> {
         // the one a `resolve` read of `free` missed (see `WaiterList::resolve`).
         wake(self.list.with(|l| l.wake_next(&self.config)));
     }
+
+    /// A raised cap: `n` slots more, so up to `n` waiters are woken, each claiming one, as
+    /// `n` releases would. One lock section per waiter (wakers are woken outside the lock and
+    /// nothing is allocated to collect them); it stops at the first empty queue, so a large
+    /// raise costs at most one section per waiter queued (≤ N), not `n`.
+    fn on_slots_added(&self, n: u32) {
+        for _ in 0..n {
+            match self.list.with(|l| l.wake_next(&self.config)) {
+                Some(waker) => waker.wake(),
+                None => break,
+            }
+        }
+    }
 }
 
 /// A waiter's place in a [`WaiterList`].

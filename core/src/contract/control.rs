@@ -94,6 +94,17 @@ impl fmt::Display for Busy {
 
 impl core::error::Error for Busy {}
 
+/// Reports that a `policy` took new settings in place at `env.now` (its `reconfigure`).
+pub(crate) fn emit_reconfigured<R: Random + ?Sized, O: Observer + ?Sized>(
+    policy: PolicyKind,
+    env: &Env<'_, R, O>,
+) {
+    env.observer.on_event(&Event::PolicyReconfigured {
+        policy,
+        at: env.now,
+    });
+}
+
 /// Reports an operator's reset of a `policy` at `env.now`.
 pub(crate) fn emit_reset<R: Random + ?Sized, O: Observer + ?Sized>(
     policy: PolicyKind,

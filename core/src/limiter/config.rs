@@ -167,6 +167,16 @@ pub(crate) enum Rule {
 }
 
 impl Rule {
+    /// The same rule between other bounds (Q24.8): what a reconfiguration of the bounds
+    /// changes, and all it may change of the rule.
+    pub(crate) const fn with_bounds(self, min: u32, max: u32) -> Rule {
+        match self {
+            Rule::Gradient2(r) => Rule::Gradient2(Gradient2Rule { min, max, ..r }),
+            Rule::Vegas(r) => Rule::Vegas(VegasRule { min, max, ..r }),
+            Rule::Aimd(r) => Rule::Aimd(AimdRule { min, max, ..r }),
+        }
+    }
+
     /// The next limit and baseline after one window.
     pub(crate) const fn update(
         &self,

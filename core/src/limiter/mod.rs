@@ -51,6 +51,7 @@ mod config;
 mod control;
 mod fixed;
 mod gradient2;
+mod reconfigure;
 mod sample;
 mod vegas;
 mod zone;
@@ -59,6 +60,7 @@ pub use aimd::Aimd;
 pub use config::{Algorithm, LimiterConfig, LimiterConfigError, MAX_LIMIT, MAX_WINDOW};
 pub use fixed::Rtt;
 pub use gradient2::Gradient2;
+pub use reconfigure::LimiterReconfigureError;
 pub use vegas::Vegas;
 pub use zone::Zone;
 
@@ -99,6 +101,10 @@ pub struct Limiter<H = ()> {
     initial_limit: u32,
     /// The limit in force, Q24.8.
     limit: AtomicU32,
+    /// The bounds in force, Q24.8 (`rule`'s own are the configured ones): written by
+    /// `reconfigure` and read by the closer, both holding the window's right to close, so the
+    /// pair is never seen half-changed and no `Settings` block is needed.
+    bounds: [AtomicU32; 2],
     in_flight: Slots,
     waiting: Slots,
     tickets: AtomicU32,
@@ -179,6 +185,10 @@ impl<H> Limiter<H> {
                 queue_rungs: config.queue_rungs,
                 initial_limit: config.initial_limit,
                 limit: AtomicU32::new(config.initial_limit * CALL),
+                bounds: [
+                    AtomicU32::new(config.min_limit * CALL),
+                    AtomicU32::new(config.max_limit * CALL),
+                ],
                 in_flight: Slots::new(),
                 waiting: Slots::new(),
                 tickets: AtomicU32::new(0),
@@ -409,7 +419,13 @@ impl<H: ReleaseHook> Limiter<H> {
             rtt: Rtt(self.baseline_rtt.load(Ordering::Relaxed)),
             count: self.baseline_count.load(Ordering::Relaxed),
         };
-        let (new, mut base) = self.rule.update(old, base, &summary);
+        // Relaxed: the right to close was taken with `Acquire`, after the last reconfiguration
+        // released it, and these are written only under it.
+        let rule = self.rule.with_bounds(
+            self.bounds[0].load(Ordering::Relaxed),
+            self.bounds[1].load(Ordering::Relaxed),
+        );
+        let (new, mut base) = rule.update(old, base, &summary);
         if let Some(rtt) = summary.rtt {
             let recent = self.recent_min_rtt.load(Ordering::Relaxed);
             self.recent_min_rtt
@@ -421,7 +437,7 @@ impl<H: ReleaseHook> Limiter<H> {
             let left = self.windows_to_refresh.load(Ordering::Relaxed);
             let next = if left <= 1 {
                 let recent = self.recent_min_rtt.swap(NO_RTT, Ordering::Relaxed);
-                if recent != NO_RTT && !matches!(self.rule, Rule::Aimd(_)) {
+                if recent != NO_RTT && !matches!(rule, Rule::Aimd(_)) {
                     base.rtt = Rtt(recent);
                     base.count = base.count.max(gradient2::WARMUP);
                 }

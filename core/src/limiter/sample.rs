@@ -280,6 +280,18 @@ impl SampleWindow {
     }
 }
 
+impl SampleWindow {
+    /// Takes the right to close (one try, never waited on) without touching the window: for a
+    /// reconfiguration, which must not race the closer's store of the limit but keeps what
+    /// the window has gathered. `None` when a closer holds the right.
+    pub(crate) fn try_hold(&self) -> Option<Closing<'_>> {
+        self.closing
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()?;
+        Some(Closing { window: self })
+    }
+}
+
 /// The right to close the window, held by one thread at a time; dropping it gives it back.
 pub(crate) struct Closing<'w> {
     window: &'w SampleWindow,

@@ -45,18 +45,34 @@ use crate::sync::{AtomicU32, Ordering};
 pub trait ReleaseHook {
     /// One slot was given back; the release count already counts it.
     fn on_release(&self);
+
+    /// `n` slots were added at once (a bulkhead's cap raised by `reconfigure`); the release
+    /// count already counts the raise. A raise is a wake-up path like a release: up to `n`
+    /// waiters may now be admitted. The default calls [`on_release`](Self::on_release) `n`
+    /// times; a hook that can wake several waiters in one step, or knows how many wait
+    /// (as [`crate::waiters::SlotWaiters`] does), should override it.
+    fn on_slots_added(&self, n: u32) {
+        for _ in 0..n {
+            self.on_release();
+        }
+    }
 }
 
 /// No hook: nothing is called and nothing is paid.
 impl ReleaseHook for () {
     #[inline(always)]
     fn on_release(&self) {}
+    #[inline(always)]
+    fn on_slots_added(&self, _: u32) {}
 }
 
 impl<H: ReleaseHook + ?Sized> ReleaseHook for &H {
     #[inline(always)]
     fn on_release(&self) {
         (**self).on_release()
+    }
+    fn on_slots_added(&self, n: u32) {
+        (**self).on_slots_added(n)
     }
 }
 
@@ -106,6 +122,15 @@ impl<H: ReleaseHook> ReleaseSignal<H> {
         self.releases.fetch_add(1, Ordering::AcqRel);
         self.hook.on_release();
     }
+
+    /// `n ≥ 1` slots were added at once (call it after the new cap is stored): one bump, then
+    /// [`ReleaseHook::on_slots_added`]. One bump is enough for the protocol: a waiter only
+    /// asks whether the count moved, and the bump orders the raise with its step 4 exactly as
+    /// a release's does.
+    pub fn notify_added(&self, n: u32) {
+        self.releases.fetch_add(1, Ordering::AcqRel);
+        self.hook.on_slots_added(n);
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -129,6 +154,16 @@ mod tests {
         assert_eq!((signal.count(), calls.get()), (1, 1));
         assert!(signal.released_since(seen));
         assert!(!signal.released_since(signal.count()));
+    }
+
+    #[test]
+    fn a_raise_bumps_once_and_the_default_hook_sees_every_slot() {
+        let calls = Cell::new(0);
+        let signal = ReleaseSignal::new(Count(&calls));
+        let seen = signal.count();
+        signal.notify_added(3);
+        assert_eq!((signal.count(), calls.get()), (1, 3));
+        assert!(signal.released_since(seen));
     }
 
     #[test]

@@ -115,9 +115,19 @@ pub enum Event {
         /// When, on the caller's timeline.
         at: Instant,
     },
+    /// A running policy took new settings in place (its `reconfigure`): what it holds (calls
+    /// in flight, counts, a limit) is kept, as each policy's `reconfigure` documents, and its
+    /// decisions from here on follow the new settings.
+    PolicyReconfigured {
+        /// Which kind of policy.
+        policy: PolicyKind,
+        /// When, on the caller's timeline.
+        at: Instant,
+    },
 }
 
-/// The kinds of policy an operator can reset ([`Event::PolicyReset`]).
+/// The kinds of policy an operator can reset ([`Event::PolicyReset`]) or reconfigure
+/// ([`Event::PolicyReconfigured`]).
 ///
 /// ```
 /// use resilix::observe::PolicyKind;
@@ -136,6 +146,8 @@ pub enum PolicyKind {
     RetryBudget,
     /// The rate limiter.
     RateLimiter,
+    /// The bulkhead (reconfigured only: it has no reset).
+    Bulkhead,
 }
 
 impl PolicyKind {
@@ -146,6 +158,7 @@ impl PolicyKind {
             PolicyKind::Throttler => "throttler",
             PolicyKind::RetryBudget => "retry-budget",
             PolicyKind::RateLimiter => "rate-limiter",
+            PolicyKind::Bulkhead => "bulkhead",
         }
     }
 }

@@ -1,9 +1,15 @@
 //! Google SRE's per-client retry budget: retries at most a fixed share of requests over a
 //! sliding window, with a floor so a quiet service can still retry.
 
+use core::fmt;
 use core::time::Duration;
 
+use crate::control::emit_reconfigured;
+use crate::observe::{Observer, PolicyKind};
+use crate::permit::Env;
+use crate::random::Random;
 use crate::retry::budget::{BudgetConfigError, RetryBudget};
+use crate::settings::Settings;
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
 use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
@@ -105,8 +111,9 @@ impl Default for RatioBudgetConfig {
 #[derive(Debug)]
 pub struct RatioBudget<const B: usize = 10> {
     pub(super) window: TimeWindow<B, 2>,
-    max_retry_permille: u32,
-    min_retries_per_window: u32,
+    /// `[max_retry_permille, min_retries_per_window]`, read together by every spend and
+    /// replaced together by [`RatioBudget::reconfigure`].
+    settings: Settings<2>,
 }
 
 impl RatioBudget {
@@ -180,8 +187,7 @@ impl<const B: usize> RatioBudget<B> {
             }
             Ok(RatioBudget {
                 window: TimeWindow::new(config.window),
-                max_retry_permille: config.max_retry_permille,
-                min_retries_per_window: config.min_retries_per_window,
+                settings: Settings::new([config.max_retry_permille, config.min_retries_per_window]),
             })
         }
     }
@@ -193,14 +199,101 @@ impl<const B: usize> RatioBudget<B> {
     }
 
     /// How many retries the window allows in total at these counts: the pure rule.
-    pub const fn allowance(&self, first_attempts: u32) -> u32 {
-        allowance(
-            first_attempts,
-            self.max_retry_permille,
-            self.min_retries_per_window,
-        )
+    pub fn allowance(&self, first_attempts: u32) -> u32 {
+        let [permille, floor] = self.settings.read();
+        allowance(first_attempts, permille, floor)
+    }
+
+    /// Puts `config`'s ratio and floor in force at once, keeping the window's counts, and
+    /// emits [`Event::PolicyReconfigured`]. From the next spend on, the allowance is the new
+    /// rule over the same counts: a lowered ratio may leave the window already over it (no
+    /// retry until first attempts catch up or old retries age out); a raised one grants at
+    /// once. A spend racing the change uses the old pair or the new one, never a mix (one
+    /// [`Settings`](crate::settings) block, read once per spend).
+    ///
+    /// The window cannot change in place ([`RatioReconfigureError::Fixed`]): its buckets'
+    /// length is what its stored periods mean. A change of window needs a new budget.
+    /// Reconfigurations do not queue: one racing another is [`RatioReconfigureError::Busy`].
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use resilix::permit::Env;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::retry::budget::ratio::RatioReconfigureError;
+    /// use resilix::retry::budget::{RatioBudget, RatioBudgetConfig};
+    /// use resilix::time::Instant;
+    ///
+    /// let config = RatioBudgetConfig { max_retry_permille: 100, ..RatioBudgetConfig::DEFAULT };
+    /// let budget = RatioBudget::new(config).unwrap();
+    /// assert_eq!(budget.allowance(1_000), 100);
+    /// let mut rng = SeededRandom::new(1);
+    /// let mut env = Env::new(Instant::ZERO, &mut rng);
+    /// budget.reconfigure(RatioBudgetConfig { max_retry_permille: 250, ..config }, &mut env).unwrap();
+    /// assert_eq!(budget.allowance(1_000), 250);
+    /// let longer = RatioBudgetConfig { window: Duration::from_secs(60), ..config };
+    /// assert_eq!(
+    ///     budget.reconfigure(longer, &mut env),
+    ///     Err(RatioReconfigureError::Fixed { field: "window" })
+    /// );
+    /// ```
+    ///
+    /// [`Event::PolicyReconfigured`]: crate::observe::Event::PolicyReconfigured
+    pub fn reconfigure<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        config: RatioBudgetConfig,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), RatioReconfigureError> {
+        let next = Self::with_buckets(config).map_err(RatioReconfigureError::Config)?;
+        if next.window.bucket_length() != self.window.bucket_length() {
+            return Err(RatioReconfigureError::Fixed { field: "window" });
+        }
+        self.settings
+            .replace(next.settings.read())
+            .map_err(|_| RatioReconfigureError::Busy)?;
+        emit_reconfigured(PolicyKind::RetryBudget, env);
+        Ok(())
     }
 }
+
+/// Why [`RatioBudget::reconfigure`] changed nothing.
+///
+/// ```
+/// use resilix::retry::budget::ratio::RatioReconfigureError;
+///
+/// let e = RatioReconfigureError::Fixed { field: "window" };
+/// assert!(e.to_string().contains("build a new budget"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum RatioReconfigureError {
+    /// The new config is invalid; the old one stays in force.
+    Config(BudgetConfigError),
+    /// The new config changes a setting that cannot change in place; named here.
+    Fixed {
+        /// The field.
+        field: &'static str,
+    },
+    /// Another reconfiguration of this budget is running; try again (none waits).
+    Busy,
+}
+
+impl fmt::Display for RatioReconfigureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Config(e) => write!(f, "invalid ratio budget config: {e}"),
+            Self::Fixed { field } => write!(
+                f,
+                "ratio budget: {field} cannot change in a running budget (only \
+                 max_retry_permille and min_retries_per_window can); build a new budget"
+            ),
+            Self::Busy => {
+                f.write_str("another reconfiguration of this ratio budget is running; try again")
+            }
+        }
+    }
+}
+
+impl core::error::Error for RatioReconfigureError {}
 
 /// `max(floor, ⌊firsts · permille / 1000⌋)`, in u64 so it cannot overflow, saturated to u32.
 const fn allowance(first_attempts: u32, permille: u32, floor: u32) -> u32 {
@@ -219,12 +312,10 @@ impl<const B: usize> RetryBudget for RatioBudget<B> {
     }
 
     fn try_spend(&self, now: Instant, _after: VerdictKind) -> bool {
+        // Once per spend, outside the window's loop: one pair for the whole decision.
+        let [permille, floor] = self.settings.read();
         self.window.try_add_one(now, RETRIES, |totals| {
-            allowance(
-                totals[FIRSTS],
-                self.max_retry_permille,
-                self.min_retries_per_window,
-            )
+            allowance(totals[FIRSTS], permille, floor)
         })
     }
 
@@ -410,5 +501,159 @@ mod tests {
         b.record_first_attempt(Instant::ZERO);
         assert!(b.try_spend(Instant::ZERO, T));
         assert_eq!(b.counts(Instant::ZERO), (1, 1));
+    }
+
+    mod reconfigure {
+        extern crate std;
+        use super::*;
+        use crate::observe::Event;
+        use crate::random::SeededRandom;
+        use core::cell::RefCell;
+        use std::vec::Vec;
+
+        struct Log(RefCell<Vec<Event>>);
+        impl Observer for Log {
+            fn on_event(&self, e: &Event) {
+                self.0.borrow_mut().push(*e);
+            }
+        }
+
+        fn config(permille: u32, floor: u32) -> RatioBudgetConfig {
+            RatioBudgetConfig {
+                max_retry_permille: permille,
+                min_retries_per_window: floor,
+                window: Duration::from_secs(10),
+            }
+        }
+
+        fn apply(
+            b: &RatioBudget<10>,
+            c: RatioBudgetConfig,
+        ) -> (Result<(), RatioReconfigureError>, Vec<Event>) {
+            let log = Log(RefCell::new(Vec::new()));
+            let mut rng = SeededRandom::new(1);
+            let mut env = Env::new(Instant::from_secs(2), &mut rng).with_observer(&log);
+            let r = b.reconfigure(c, &mut env);
+            (r, log.0.into_inner())
+        }
+
+        #[test]
+        fn a_reconfiguration_is_an_event_and_keeps_the_counts() {
+            let b = budget(100, 0);
+            let now = Instant::from_secs(1);
+            for _ in 0..100 {
+                b.record_first_attempt(now);
+            }
+            assert_eq!(spend_all(&b, now), 10);
+            let (r, events) = apply(&b, config(300, 0));
+            assert_eq!(r, Ok(()));
+            assert_eq!(
+                events,
+                [Event::PolicyReconfigured {
+                    policy: PolicyKind::RetryBudget,
+                    at: Instant::from_secs(2)
+                }]
+            );
+            assert_eq!(b.counts(now), (100, 10), "the window is kept");
+            assert_eq!(
+                spend_all(&b, now),
+                20,
+                "a raised ratio grants at once, over the same counts"
+            );
+        }
+
+        #[test]
+        fn a_lowered_ratio_under_the_spent_retries_grants_nothing_until_firsts_catch_up() {
+            let b = budget(500, 0);
+            let now = Instant::from_secs(1);
+            for _ in 0..100 {
+                b.record_first_attempt(now);
+            }
+            assert_eq!(spend_all(&b, now), 50);
+            assert_eq!(apply(&b, config(100, 0)).0, Ok(()));
+            assert_eq!(spend_all(&b, now), 0, "50 spent, 10 allowed now");
+            for _ in 0..400 {
+                b.record_first_attempt(now);
+            }
+            assert_eq!(spend_all(&b, now), 0, "500 firsts allow 50: all spent");
+            for _ in 0..10 {
+                b.record_first_attempt(now);
+            }
+            assert_eq!(spend_all(&b, now), 1);
+        }
+
+        #[test]
+        fn the_floor_changes_with_the_ratio() {
+            let b = budget(0, 2);
+            assert_eq!(b.allowance(0), 2);
+            assert_eq!(apply(&b, config(0, 9)).0, Ok(()));
+            assert_eq!((b.allowance(0), spend_all(&b, Instant::ZERO)), (9, 9));
+        }
+
+        #[test]
+        fn a_new_window_an_invalid_config_and_a_racing_writer_change_nothing() {
+            let b = budget(100, 3);
+            let longer = RatioBudgetConfig {
+                window: Duration::from_secs(11),
+                ..config(200, 3)
+            };
+            assert_eq!(
+                apply(&b, longer),
+                (
+                    Err(RatioReconfigureError::Fixed { field: "window" }),
+                    Vec::new()
+                )
+            );
+            assert_eq!(
+                apply(&b, config(1001, 3)).0,
+                Err(RatioReconfigureError::Config(
+                    BudgetConfigError::RatioAboveOne
+                ))
+            );
+            let writer = b.settings.write().unwrap();
+            assert_eq!(
+                apply(&b, config(200, 3)),
+                (Err(RatioReconfigureError::Busy), Vec::new())
+            );
+            drop(writer);
+            assert_eq!(b.allowance(1000), 100, "nothing changed");
+            assert_eq!(apply(&b, config(200, 3)).0, Ok(()));
+            assert_eq!(b.allowance(1000), 200);
+        }
+
+        /// The ratio and the floor change together: with `(1000, 0)` and `(0, 5)` alternating
+        /// under readers, `allowance(100)` is 100 or 5; a torn pair `(0, 0)` would read 0.
+        #[test]
+        fn many_threads_never_see_the_ratio_of_one_config_with_the_floor_of_another() {
+            use std::sync::atomic::{AtomicBool, Ordering as O};
+            let b = budget(1000, 0);
+            let done = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let (b, done) = (&b, &done);
+                scope.spawn(move || {
+                    let mut rng = SeededRandom::new(1);
+                    let mut env = Env::new(Instant::ZERO, &mut rng);
+                    for i in 0..20_000 {
+                        let c = if i % 2 == 0 {
+                            config(0, 5)
+                        } else {
+                            config(1000, 0)
+                        };
+                        b.reconfigure(c, &mut env).unwrap();
+                    }
+                    done.store(true, O::Release);
+                });
+                for _ in 0..2 {
+                    scope.spawn(move || {
+                        let mut reads = 0u32;
+                        while !done.load(O::Acquire) || reads < 1000 {
+                            let a = b.allowance(100);
+                            assert!(a == 100 || a == 5, "a torn pair: allowance {a}");
+                            reads += 1;
+                        }
+                    });
+                }
+            });
+        }
     }
 }
