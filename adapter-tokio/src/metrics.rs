@@ -206,6 +206,12 @@ impl Observer for MetricsObserver {
                 "policy" => policy.as_str()
             )
             .increment(1),
+            Event::PolicyReconfigured { policy, .. } => metrics::counter!(
+                "resilix_policy_reconfigurations_total",
+                "upstream" => upstream,
+                "policy" => policy.as_str()
+            )
+            .increment(1),
             Event::FallbackServed { cause } => {
                 let (cause, reason) = degradation_labels(cause);
                 metrics::counter!(

@@ -126,6 +126,12 @@ impl Observer for TracingObserver {
                 ?at,
                 "policy reset by the operator"
             ),
+            Event::PolicyReconfigured { policy, at } => tracing::info!(
+                upstream,
+                policy = policy.as_str(),
+                ?at,
+                "policy reconfigured in place"
+            ),
             Event::FallbackServed { cause } => {
                 tracing::warn!(upstream, ?cause, "degraded: the fallback answered")
             }

@@ -178,6 +178,23 @@ fn an_operator_reset_is_counted_per_policy() {
     );
 }
 
+#[test]
+fn a_reconfiguration_in_place_is_counted_per_policy() {
+    let bulkhead = Bulkhead::new(BulkheadConfig::new(3).unwrap());
+    let observer = MetricsObserver::new("api");
+    let mut rng = SeededRandom::new(1);
+    let ((), got) = recorded(|| {
+        let mut env = Env::new(Instant::from_secs(1), &mut rng).with_observer(&observer);
+        bulkhead.reconfigure(BulkheadConfig::new(5).unwrap(), &mut env);
+        bulkhead.reconfigure(BulkheadConfig::new(2).unwrap(), &mut env);
+    });
+    assert_eq!(bulkhead.max_concurrent(), 2);
+    assert_eq!(
+        got["resilix_policy_reconfigurations_total{upstream=api,policy=bulkhead}"],
+        2.0
+    );
+}
+
 /// On paused time: the task samples at once, then once per period, and follows the value.
 #[test]
 fn the_sampling_task_samples_at_start_and_every_period() {
