@@ -61,6 +61,9 @@
 
 use core::time::Duration;
 
+mod running;
+pub(crate) use running::RunningWindow;
+
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::divide::Divisor;
 use crate::time::era::{Era, EraSeen, widen};
