@@ -1,4 +1,4 @@
-//! The sliding window kept as running totals: the meaning of [`TimeWindow`](super::TimeWindow)
+//! The sliding window kept as running totals: the meaning of `TimeWindow`
 //! (the counts of the last `B` bucket periods, the current one included), read in O(1) instead
 //! of a sum over the buckets, for a policy that reads its window on every call (the throttler
 //! reads it at every admit).
@@ -13,17 +13,17 @@
 //!
 //! Nothing is ever subtracted from a stored word. The totals are differences of two reads of
 //! the same monotone counter, so they cannot drift: an add racing anything is in the running
-//! sum exactly once, and at worst counted in the period next to its own (see below). There is
+//! sum exactly once, and at worst counted in a later period than its own (see below). There is
 //! nothing to underflow either: a start is a value the sum held before the reader read the sum.
 //!
 //! # Moving the window (rotation)
 //!
-//! `head` is the newest period the window has moved into (31 bits beside an [`Era`], as the
+//! `head` is the newest period the window has moved into (31 bits beside an `Era`, as the
 //! buckets' period words of `TimeWindow`, so an idle gap of any length reads exactly). The
-//! first add of a later period moves it: it marks `head` (top bit, compare-and-swap from the
-//! word it read), reads the sums once, writes them as the start of every period from the old
-//! head to its own (at most `B + 1` slots: a gap of a whole window writes every slot), raises the
-//! era, and publishes its period. So the cost is O(1) per call, plus, once per bucket period,
+//! first add of a later period moves it: it reads the sums once, marks `head` (top bit,
+//! compare-and-swap from the word it read), writes the sums as the start of every period after
+//! the old head up to its own (at most `B + 1` slots: a gap of a window or more writes every
+//! slot), raises the era, and publishes its period. So the cost is O(1) per call, plus, once per bucket period,
 //! one store per counter for each period since the last move: a flat cost at any call rate, and
 //! at most `B + 1` stores per counter after an idle gap. Reads never move the window: a read at
 //! a later period than `head` finds its start in the ring (the periods since `head` had no adds,
@@ -40,16 +40,23 @@
 //! boundary crossings of ordinary traffic (threads whose clocks differ by less than a bucket)
 //! read exact starts while a move runs. What is approximate, exactly:
 //!
-//! * **At a boundary, an add can count in a neighbouring period.** An add by a thread that read
-//!   `head` before a move and adds after the move read the sums counts in the new period; one
-//!   that finds the move in progress (the mark) adds without moving the window, and counts in
-//!   the old period if it lands before the mover read the sums. Either way it is counted once,
-//!   and leaves the window one period early or late. Bounded by the calls in flight across the
-//!   move; nothing accumulates, since the next move takes a fresh start from the sums.
+//! * **At a boundary, an add can count in a later period than its own, never an earlier one.**
+//!   The mover reads the sums before it marks `head`, so an add that finds the mark (and adds
+//!   without moving the window) lands after that read: it counts in the new period, its own.
+//!   An add whose clock is still in the old period and lands after the mover's read counts in
+//!   the new period too: it stays in the window one period (or, across an idle gap, one whole
+//!   window) longer than its own. Every add is in the running sum exactly once, so the
+//!   error is bounded by the calls in flight across the move and does not accumulate: the next
+//!   move takes a fresh start from the sums.
 //! * **A reader two or more periods behind a move in progress** (a thread descheduled between
 //!   reading its clock and reading the window, or a move across an idle gap while another
 //!   thread's clock is still before it) can read a start the move has just written, and see
-//!   fewer calls than its window held: one read, while the move runs.
+//!   fewer calls than its window held; so can a reader of a move across more than three
+//!   quarters of the head word's circle (2^31 periods), which widens the old head with the new
+//!   era. One read, while the move runs.
+//! * **A thread a whole window stale** (its clock read a window or more before the head) that
+//!   adds restarts the window at its own period, as a clock gone back a window does (below):
+//!   the window's history is lost once, never offset.
 //! * **Counters of one call**: an add writes its counters from the last to the first and a move
 //!   reads the sums from the first to the last, so a call's later counters never start a period
 //!   before its earlier ones (the throttler's accepts never exceed its requests in any window).
@@ -134,7 +141,7 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
 
     crate::sync::const_fn_unless_loom! {
         /// A window `window` long in `B` buckets of `window / B`, rounded up, at least 8 ns
-        /// (as [`TimeWindow::new`](super::TimeWindow::new)); `B` zero reads zero always.
+        /// (as `TimeWindow::new`); `B` zero reads zero always.
         pub(crate) fn new(window: Duration) -> Self {
             RunningWindow {
                 bucket_nanos: bucket_nanos(window, B),
@@ -235,12 +242,15 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
             return;
         }
         let t = self.period(now);
-        let (mut head, word) = self.head(t);
-        if head != t {
-            head = self.advance(t, head, word);
-        }
-        let starts = match Self::view(head, t) {
-            View::Slot(slot) => self.ring.get(slot).or(Some(&self.last)),
+        let (head, word) = self.head(t);
+        // The hot path: the window is in `t`'s period already.
+        let view = if head == t {
+            Self::view(t, t)
+        } else {
+            Self::view(self.advance(t, head, word), t)
+        };
+        let starts = match view {
+            View::Slot(slot) => Some(self.ring.get(slot).unwrap_or(&self.last)),
             View::Empty => None,
         };
         // The last counter first (see the module docs).
@@ -277,6 +287,9 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
                 // Being moved (count beside the move), current, or counted as at the head.
                 return head;
             }
+            // The sums before the mark: every add that sees the mark adds after this read, so
+            // it counts in the new period, never in the one the window is leaving.
+            let sums = self.read_sums();
             match self.head.compare_exchange(
                 word,
                 MOVING | word,
@@ -285,8 +298,9 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
             ) {
                 Ok(_) => {
                     // Only a mover raises the era, so what it is now is what the publisher of
-                    // `word` left. If that widens `word` to another head, `seen` was stale (the
-                    // head went a whole circle round meanwhile): put the word back, retry.
+                    // `word` left. If that widens `word` to another head, the era read with it
+                    // was stale (the head went a whole circle round meanwhile): put the word
+                    // back and retry from the head it really is.
                     let now_seen = self.era.read();
                     let actual = widen(word, PERIOD_BITS, now_seen, 0);
                     if actual != head {
@@ -299,7 +313,7 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
                         head = actual;
                         continue;
                     }
-                    self.write_starts(head, t);
+                    self.write_starts(head, t, &sums);
                     self.era.cover(now_seen, t, PERIOD_BITS);
                     // A marked word is only ever changed by its mover: publish.
                     self.head.swap(low_bits(t), Ordering::AcqRel);
@@ -314,22 +328,26 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
         head
     }
 
-    /// Writes the sums as they stand as the start of every period after `head` up to `t` (of
-    /// every period in the ring if `t` is not after `head`: the window restarts empty at `t`).
-    fn write_starts(&self, head: u64, t: u64) {
-        // The first counter first (see the module docs).
+    /// Every running sum, the first counter first (see the module docs).
+    fn read_sums(&self) -> [u32; C] {
         let mut now = [0u32; C];
         for (n, sum) in now.iter_mut().zip(&self.sums) {
             *n = sum.load(Ordering::Acquire);
         }
+        now
+    }
+
+    /// Writes `sums` as the start of every period after `head` up to `t` (of every period in
+    /// the ring if `t` is not after `head`: the window restarts empty at `t`).
+    fn write_starts(&self, head: u64, t: u64, sums: &[u32; C]) {
         let moved = if t > head { t - head } else { Self::RING };
         if moved >= Self::RING {
             for starts in self.ring.iter().chain(core::iter::once(&self.last)) {
-                Self::store(starts, &now);
+                Self::store(starts, sums);
             }
         } else {
             for p in head + 1..=t {
-                Self::store(self.slot(p), &now);
+                Self::store(self.slot(p), sums);
             }
         }
     }
@@ -344,10 +362,7 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
     /// Forgets everything: every period starts at the sums as they stand. A clear racing a
     /// move or an add may keep that call (the window then reads it once more).
     pub(crate) fn clear(&self) {
-        let mut now = [0u32; C];
-        for (n, sum) in now.iter_mut().zip(&self.sums) {
-            *n = sum.load(Ordering::Acquire);
-        }
+        let now = self.read_sums();
         for starts in self.ring.iter().chain(core::iter::once(&self.last)) {
             Self::store(starts, &now);
         }
