@@ -16,8 +16,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
-cargo build -q --release -p resilix-benches --example instructions
-BIN=target/release/examples/instructions
+# The `instructions` profile (root Cargo.toml): release with one codegen unit and fat LTO, so the
+# counts do not move with how an unrelated change partitions the binary.
+cargo build -q --profile instructions -p resilix-benches --example instructions
+BIN=target/instructions/examples/instructions
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 objdump -d --no-show-raw-insn "$BIN" >"$OUT/dis"
