@@ -209,7 +209,7 @@ impl<const B: usize> RatioBudget<B> {
     /// rule over the same counts: a lowered ratio may leave the window already over it (no
     /// retry until first attempts catch up or old retries age out); a raised one grants at
     /// once. A spend racing the change uses the old pair or the new one, never a mix (one
-    /// [`Settings`](crate::settings) block, read once per spend).
+    /// settings block (`mechanism/settings.rs`), read once per spend).
     ///
     /// The window cannot change in place ([`RatioReconfigureError::Fixed`]): its buckets'
     /// length is what its stored periods mean. A change of window needs a new budget.
