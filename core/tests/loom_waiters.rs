@@ -14,99 +14,21 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use loom::sync::{Mutex, Notify};
 use loom::thread;
 use resilix::bulkhead::wait::{WaitConfig, WaitOrder};
 use resilix::bulkhead::{Bulkhead, BulkheadConfig};
 use resilix::execute::{Gate, Timer};
 use resilix::time::{Deadline, Instant};
-use resilix::waiters::{SlotWaiters, WaitGate, WaitTimer, WaiterList, WaiterLock};
+use resilix::waiters::{SlotWaiters, WaitGate, WaitTimer};
 
-/// The waiter list behind loom's mutex, so loom explores every order of the lock sections
-/// (queue, wake, leave, resolve). Loom's mutex has no `const fn new`, and `WaiterLock::NEW`
-/// is a constant, so it is made on first use: by the main thread, before any thread starts.
-struct LoomLock<const N: usize>(OnceLock<Mutex<WaiterList<N>>>);
-
-impl<const N: usize> WaiterLock<N> for LoomLock<N> {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const NEW: Self = LoomLock(OnceLock::new());
-    fn with<R>(&self, f: impl FnOnce(&mut WaiterList<N>) -> R) -> R {
-        let list = self.0.get_or_init(|| Mutex::new(WaiterList::new()));
-        f(&mut list.lock().unwrap())
-    }
-}
-
-type Slot = Bulkhead<SlotWaiters<4, LoomLock<4>>>;
-
-/// A task's waker: a loom notification its thread parks on. Loom's may also wake
-/// spuriously, which is a spurious poll to a waiting future: harmless.
-struct Parked(Notify);
-
-impl Wake for Parked {
-    fn wake(self: Arc<Self>) {
-        self.0.notify();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.notify();
-    }
-}
-
-struct Task {
-    parked: Arc<Parked>,
-    waker: Waker,
-}
-
-impl Task {
-    fn new() -> Self {
-        let parked = Arc::new(Parked(Notify::new()));
-        Task {
-            waker: Waker::from(parked.clone()),
-            parked,
-        }
-    }
-    fn poll<F: Future + Unpin>(&self, f: &mut F) -> Poll<F::Output> {
-        Pin::new(f).poll(&mut Context::from_waker(&self.waker))
-    }
-    /// Polls until ready, parking between polls. Never woken: parked forever.
-    fn run<F: Future + Unpin>(&self, f: &mut F) -> F::Output {
-        loop {
-            if let Poll::Ready(v) = self.poll(f) {
-                return v;
-            }
-            self.park();
-        }
-    }
-    /// Parks until woken (or spuriously).
-    fn park(&self) {
-        self.parked.0.wait();
-    }
-}
-
-/// Time that never moves: a wait ends only by a wake-up.
-#[derive(Clone, Copy)]
-struct Still;
-
-impl Timer for Still {
-    type Sleep<'a> = std::future::Pending<()>;
-    fn now(&self) -> Instant {
-        Instant::ZERO
-    }
-    fn sleep_until(&self, _: Instant) -> Self::Sleep<'_> {
-        std::future::pending()
-    }
-}
-
-impl WaitTimer for Still {
-    type OwnedSleep = std::future::Pending<()>;
-    fn sleep_owned(&self, _: Instant) -> Self::OwnedSleep {
-        std::future::pending()
-    }
-}
+#[path = "support/loom_wait.rs"]
+mod loom_wait;
+use loom_wait::{Slot, Still, Task};
 
 /// Time `B`'s thread moves by hand (only it reads it): its sleeps are ready once reached.
 #[derive(Clone)]
