@@ -120,9 +120,6 @@ use crate::keyed::{KeyTable, Slot, Tag};
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
 
-/// The retries counter of a ratio budget's window (`[first attempts, retries]`, ratio.rs).
-const RETRIES: usize = 1;
-
 /// Each key's budget by default: 10% of its first attempts, at least one retry per 10 s.
 ///
 /// * `max_retry_permille` 100: the shared [`RatioBudgetConfig::DEFAULT`]'s 10% (Google SRE).
@@ -422,7 +419,7 @@ impl<const N: usize, S: RetryBudget, const B: usize> KeyedBudget<N, S, B> {
             if self.shared.try_spend(now, after) {
                 return true;
             }
-            own.window.take_back_one(now, RETRIES);
+            own.refund_retry(now);
             false
         })
     }

@@ -192,6 +192,12 @@ impl<const B: usize> RatioBudget<B> {
         }
     }
 
+    /// Gives back one retry granted at `now` and not made (a per-key budget's reservation that
+    /// its shared budget refused), in the bucket it was counted in.
+    pub(super) fn refund_retry(&self, now: Instant) {
+        self.window.take_back_one(now, RETRIES);
+    }
+
     /// First attempts and granted retries in the window ending at `now` (a snapshot).
     pub fn counts(&self, now: Instant) -> (u32, u32) {
         let t = self.window.totals(now);

@@ -480,7 +480,7 @@ fn the_refund_counter_is_the_ratio_budgets_retries() {
     let now = Instant::from_secs(1);
     b.record_first_attempt(now);
     assert!(b.try_spend(now, T));
-    b.window.take_back_one(now, RETRIES);
+    b.refund_retry(now);
     assert_eq!(
         b.counts(now),
         (1, 0),
