@@ -8,7 +8,8 @@
 //!   retries granted: it paid for no retry that was not made;
 //! * the keys' and the overflow's books together hold exactly the first attempts recorded and
 //!   the retries granted: every refused reservation was given back, none twice, and no entry
-//!   with books was evicted.
+//!   with books was evicted (an entry whose only traffic was a refunded reservation is empty,
+//!   so evicting it is right).
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,8 +44,13 @@ fn no_budget_overspends_and_every_refund_lands() {
     std::thread::scope(|s| {
         s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
-                // Every entry has books in this one period: nothing may ever be evicted.
-                assert_eq!(table.evict_idle(now), 0, "an entry with books was evicted");
+                // An entry may be evicted here, rightly, when its only traffic so far was a
+                // reservation the shared budget refused and that was given back: its window is
+                // empty again. An entry with books must never be: the books check after the
+                // run (every first attempt and granted retry still in some entry) fails if one
+                // was. (Asserting "nothing evicted" here failed about once in 15 runs on that
+                // legitimate case.)
+                table.evict_idle(now);
                 std::thread::yield_now();
             }
         });
