@@ -1,6 +1,6 @@
 //! A sliding window of counters in time buckets: the one mechanism behind the breaker's
-//! time-based failure rate, the throttler's two-minute request/accept counts and the retry
-//! budget's ratio.
+//! time-based failure rate and the retry budgets' ratios, and (kept as running totals in
+//! `window/running.rs`: the same meaning, read in O(1)) the throttler's request/accept counts.
 //!
 //! The window is a ring of `B` buckets, each `window / B` long, each holding `C` counters and
 //! the number of the bucket period it counts. Adding to a counter finds the bucket for `now`,
@@ -60,6 +60,9 @@
 //! invisible until time catches up).
 
 use core::time::Duration;
+
+mod running;
+pub(crate) use running::RunningWindow;
 
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::divide::Divisor;

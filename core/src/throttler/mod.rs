@@ -57,11 +57,19 @@
 //!
 //! # Concurrency and time
 //!
-//! The counts live in the shared sliding window (20 buckets by default, failsafe-go's count:
-//! 6 s each over two minutes), which covers between 19 and 20 bucket lengths and may lose an
-//! increment at a bucket boundary under contention: statistical, as DESIGN.md §4 allows.
-//! Time going backwards hides the buckets "from the future" until time catches up; a jump of a
-//! year empties the window. Neither panics nor sticks.
+//! The counts live in a sliding window of 20 buckets by default (failsafe-go's count: 6 s
+//! each over two minutes), which covers between 19 and 20 bucket lengths, kept as running
+//! totals (`mechanism/window/running.rs`): an admit reads two counters whatever the bucket
+//! count, a settle adds with one `fetch_add` per counter, and the first call of a bucket period
+//! writes the period's start (and those of the idle periods before it, at most `BUCKETS + 1`).
+//! Nothing is subtracted from a stored total, so nothing drifts: under contention a call that
+//! crosses a bucket boundary is counted once, in its own period or the one next to it, and a
+//! reader concurrent with a settle may see the request before its accept (statistical, as
+//! DESIGN.md §4 allows). Single-threaded the counts are exact.
+//!
+//! Time going backwards by less than the window counts and reads as at the latest time seen;
+//! by more, the window restarts empty. A jump forward of a window or more empties it. Neither
+//! panics nor sticks.
 //!
 //! # Randomness
 //!
@@ -106,7 +114,7 @@ use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::time::Instant;
 use crate::verdict::Verdict;
-use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
+use crate::window::{MIN_BUCKET_NANOS, RunningWindow};
 
 const REQUESTS: usize = 0;
 const ACCEPTS: usize = 1;
@@ -119,7 +127,7 @@ const ACCEPTS: usize = 1;
 pub struct Throttler<const BUCKETS: usize = 20> {
     formula: Formula,
     local_rejections: LocalRejections,
-    window: TimeWindow<BUCKETS, 2>,
+    window: RunningWindow<BUCKETS, 2>,
 }
 
 impl Throttler {
@@ -195,7 +203,7 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
             Ok(Throttler {
                 formula,
                 local_rejections: config.local_rejections,
-                window: TimeWindow::new(config.window),
+                window: RunningWindow::new(config.window),
             })
         }
     }

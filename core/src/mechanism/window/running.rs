@@ -1,0 +1,535 @@
+//! The sliding window kept as running totals: the meaning of `TimeWindow`
+//! (the counts of the last `B` bucket periods, the current one included), read in O(1) instead
+//! of a sum over the buckets, for a policy that reads its window on every call (the throttler
+//! reads it at every admit).
+//!
+//! # Prefix sums, not per-bucket counts
+//!
+//! Each counter is one running sum of everything ever added to it (`sums`, modulo 2^32), and a
+//! ring of `B + 1` slots holds, for each of the last `B + 1` bucket periods `p`, the sums as they
+//! stood when the window first moved into `p` ("the start of `p`"). The window at period `t`
+//! is then `sums − start(t − B + 1)`: one subtraction per counter, whatever `B` is. An add is one
+//! `fetch_add` on the running sum, as an add to a bucket was; a read is two loads per counter.
+//!
+//! Nothing is ever subtracted from a stored word. The totals are differences of two reads of
+//! the same monotone counter, so they cannot drift: an add racing anything is in the running
+//! sum exactly once, and at worst counted in a later period than its own (see below). There is
+//! nothing to underflow either: a start is a value the sum held before the reader read the sum.
+//!
+//! # Moving the window (rotation)
+//!
+//! `head` is the newest period the window has moved into (31 bits beside an `Era`, as the
+//! buckets' period words of `TimeWindow`, so an idle gap of any length reads exactly). The
+//! first add of a later period moves it: it reads the sums once, marks `head` (top bit,
+//! compare-and-swap from the word it read), writes the sums as the start of every period after
+//! the old head up to its own (at most `B + 1` slots: a gap of a window or more writes every
+//! slot), raises the era, and publishes its period. So the cost is O(1) per call, plus, once per bucket period,
+//! one store per counter for each period since the last move: a flat cost at any call rate, and
+//! at most `B + 1` stores per counter after an idle gap. Reads never move the window: a read at
+//! a later period than `head` finds its start in the ring (the periods since `head` had no adds,
+//! so their starts are all "now"), or, `B` periods or more past it, an empty window.
+//!
+//! Single-threaded this is exact: every add of period `p` lands between the start of `p` and
+//! the start of `p + 1`, so the window's sums are those of a model that keeps each period's
+//! counts (`resilix-reference`'s `Periods`), across any idle gap.
+//!
+//! # Under concurrency
+//!
+//! The ring has `B + 1` slots, one more than the window needs: moving from `h` to `h + 1`
+//! writes the slot of `h + 1 − (B + 1)`, which no reader at `h − 1`, `h` or `h + 1` needs, so the
+//! boundary crossings of ordinary traffic (threads whose clocks differ by less than a bucket)
+//! read exact starts while a move runs. What is approximate, exactly:
+//!
+//! * **At a boundary, an add can count in a later period than its own, never an earlier one.**
+//!   The mover reads the sums before it marks `head`, so an add that finds the mark (and adds
+//!   without moving the window) lands after that read: it counts in the new period, its own.
+//!   An add whose clock is still in the old period and lands after the mover's read counts in
+//!   the new period too: it stays in the window one period (or, across an idle gap, one whole
+//!   window) longer than its own. Every add is in the running sum exactly once, so the
+//!   error is bounded by the calls in flight across the move and does not accumulate: the next
+//!   move takes a fresh start from the sums.
+//! * **A reader two or more periods behind a move in progress** (a thread descheduled between
+//!   reading its clock and reading the window, or a move across an idle gap while another
+//!   thread's clock is still before it) can read a start the move has just written, and see
+//!   fewer calls than its window held; so can a reader of a move across more than three
+//!   quarters of the head word's circle (2^31 periods), which widens the old head with the new
+//!   era. One read, while the move runs.
+//! * **A thread a whole window stale** (its clock read a window or more before the head) that
+//!   adds restarts the window at its own period, as a clock gone back a window does (below):
+//!   the window's history is lost once, never offset.
+//! * **Counters of one call**: an add writes its counters from the last to the first and a move
+//!   reads the sums from the first to the last, so a call's later counters never start a period
+//!   before its earlier ones (the throttler's accepts never exceed its requests in any window).
+//!   A reader concurrent with an add may still see one counter of it before another.
+//!
+//! # Saturation and time going backwards
+//!
+//! The window's total of each counter saturates at `u32::MAX`: an add that would take it past
+//! is cut to what fits (one load of the window's start per add decides; `fetch_add` while the
+//! total and the delta are below 2^31, a compare-and-swap above, as in `TimeWindow`). So the
+//! running sums, taken modulo 2^32, never differ by more than a window's worth.
+//!
+//! A call at a period behind `head` by less than `B` (a slightly stale clock, or time going
+//! back a little) counts as at `head` and reads the window at `head`. Further behind (time
+//! went back by a window or more, say from the end of the timeline to its start) an add moves
+//! the window back to its own period, empty (every slot starts "now"), and a read sees an empty
+//! window: neither panics nor sticks.
+
+use core::time::Duration;
+
+use super::{CLAIM_TRIES, CLAIMING, FAST_ADD_BELOW, PERIOD_BITS, bucket_nanos, low_bits};
+use crate::sync::{AtomicU32, Ordering};
+use crate::time::Instant;
+use crate::time::divide::Divisor;
+use crate::time::era::{Era, widen};
+
+/// The head word's top bit: a move is writing starts; the low bits are the head it moves from.
+const MOVING: u32 = CLAIMING;
+
+/// The starts of one period: each counter's running sum when the window moved into it.
+#[derive(Debug)]
+struct Starts<const C: usize>([AtomicU32; C]);
+
+impl<const C: usize> Starts<C> {
+    crate::sync::const_fn_unless_loom! {
+        fn new() -> Self {
+            Starts(super::zeroed_counters())
+        }
+    }
+}
+
+#[cfg(not(loom))]
+const fn new_ring<const B: usize, const C: usize>() -> [Starts<C>; B] {
+    [const { Starts::new() }; B]
+}
+
+#[cfg(loom)]
+fn new_ring<const B: usize, const C: usize>() -> [Starts<C>; B] {
+    core::array::from_fn(|_| Starts::new())
+}
+
+/// `C` counters over a sliding window of `B` buckets, kept as running totals (module docs).
+#[derive(Debug)]
+pub(crate) struct RunningWindow<const B: usize, const C: usize> {
+    bucket_nanos: u64,
+    /// Division by `bucket_nanos`, by multiplication (`time::divide`).
+    per_bucket: Divisor,
+    /// The low 31 bits of the newest period the window has moved into, and [`MOVING`] while a
+    /// move writes starts.
+    head: AtomicU32,
+    /// The era of `head`, raised by a move after its mark and before it publishes.
+    era: Era,
+    /// Everything ever added to each counter, modulo 2^32.
+    sums: [AtomicU32; C],
+    /// Slots `0..B` of the ring of `B + 1` starts (`[_; B + 1]` is not a type on stable Rust).
+    ring: [Starts<C>; B],
+    /// Slot `B` of the ring.
+    last: Starts<C>,
+}
+
+/// Where a window at some period starts: a ring slot, or nowhere (it is empty).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum View {
+    Slot(usize),
+    Empty,
+}
+
+#[allow(dead_code)] // each policy uses the part it needs
+impl<const B: usize, const C: usize> RunningWindow<B, C> {
+    /// The ring's length.
+    const RING: u64 = B as u64 + 1;
+
+    crate::sync::const_fn_unless_loom! {
+        /// A window `window` long in `B` buckets of `window / B`, rounded up, at least 8 ns
+        /// (as `TimeWindow::new`); `B` zero reads zero always.
+        pub(crate) fn new(window: Duration) -> Self {
+            RunningWindow {
+                bucket_nanos: bucket_nanos(window, B),
+                per_bucket: Divisor::new(bucket_nanos(window, B)),
+                head: AtomicU32::new(0),
+                era: Era::new(),
+                sums: super::zeroed_counters(),
+                ring: new_ring(),
+                last: Starts::new(),
+            }
+        }
+    }
+
+    /// The length of one bucket.
+    pub(crate) const fn bucket_length(&self) -> Duration {
+        Duration::from_nanos(self.bucket_nanos)
+    }
+
+    #[inline]
+    fn period(&self, now: Instant) -> u64 {
+        self.per_bucket.divide(now.as_nanos())
+    }
+
+    /// The ring slot of period `p`.
+    #[inline]
+    fn slot(&self, p: u64) -> &Starts<C> {
+        let i = (p % Self::RING) as usize;
+        self.ring.get(i).unwrap_or(&self.last)
+    }
+
+    /// Where the window of period `t` starts, with the window moved into `head`: at the start
+    /// of `t − B + 1`, which is in the ring while `t` is less than `B` periods past `head`. A
+    /// `t` behind `head` by less than `B` reads the window at `head`; one further behind, or
+    /// `B` or more past it, an empty window (every period in it is after `head`, or the window
+    /// is about to restart at `t`).
+    #[inline]
+    fn view(head: u64, t: u64) -> View {
+        let at = if t >= head {
+            if t - head >= B as u64 {
+                return View::Empty;
+            }
+            t
+        } else {
+            if head - t >= B as u64 {
+                return View::Empty;
+            }
+            head
+        };
+        // t − B + 1 ≡ t + 2 modulo B + 1, without going below zero.
+        View::Slot(((at + 2) % Self::RING) as usize)
+    }
+
+    /// The head as a reader sees it (era first, then the word: an era raised by a move is only
+    /// raised after its mark, so a reader that sees the new era sees the mark or the new head).
+    #[inline]
+    fn head(&self, t: u64) -> (u64, u32) {
+        let seen = self.era.read();
+        let word = self.head.load(Ordering::Acquire);
+        let head = if word == low_bits(t) && seen.is_era_of(t, PERIOD_BITS) {
+            t
+        } else {
+            widen(word, PERIOD_BITS, seen, 0)
+        };
+        (head, word)
+    }
+
+    /// The window's sums from the starts in `slot`: each start before its sum, so the sum read
+    /// is at least the start (a start is a value the sum held before it was written).
+    #[inline]
+    fn sums_from(&self, slot: usize) -> [u32; C] {
+        let starts = self.ring.get(slot).unwrap_or(&self.last);
+        let mut out = [0u32; C];
+        for ((o, start), sum) in out.iter_mut().zip(&starts.0).zip(&self.sums) {
+            let s = start.load(Ordering::Acquire);
+            *o = sum.load(Ordering::Acquire).wrapping_sub(s);
+        }
+        out
+    }
+
+    /// The sums of each counter over the window ending at `now`.
+    pub(crate) fn totals(&self, now: Instant) -> [u32; C] {
+        if B == 0 {
+            return [0; C];
+        }
+        let t = self.period(now);
+        let (head, _) = self.head(t);
+        match Self::view(head, t) {
+            View::Slot(slot) => self.sums_from(slot),
+            View::Empty => [0; C],
+        }
+    }
+
+    /// Adds `deltas[i]` to counter `i` at `now` (the window's total saturating at `u32::MAX`),
+    /// first moving the window into `now`'s period if it is behind.
+    #[inline]
+    pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
+        if B == 0 {
+            return;
+        }
+        let t = self.period(now);
+        let (head, word) = self.head(t);
+        // The hot path: the window is in `t`'s period already.
+        let view = if head == t {
+            Self::view(t, t)
+        } else {
+            Self::view(self.advance(t, head, word), t)
+        };
+        let starts = match view {
+            View::Slot(slot) => Some(self.ring.get(slot).unwrap_or(&self.last)),
+            View::Empty => None,
+        };
+        // The last counter first (see the module docs).
+        for c in (0..C).rev() {
+            let d = deltas[c];
+            if d == 0 {
+                continue;
+            }
+            let sum = &self.sums[c];
+            // The start before the sum, as a reader does: the difference never wraps.
+            let start = starts.map(|s| s.0[c].load(Ordering::Relaxed));
+            let current = sum.load(Ordering::Relaxed);
+            let used = start.map_or(0, |s| current.wrapping_sub(s));
+            if used < FAST_ADD_BELOW && d < FAST_ADD_BELOW {
+                sum.fetch_add(d, Ordering::AcqRel);
+            } else {
+                let _ = sum.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |v| {
+                    let used = start.map_or(0, |s| v.wrapping_sub(s));
+                    let room = u32::MAX.saturating_sub(used);
+                    (room > 0).then(|| v.wrapping_add(d.min(room)))
+                });
+            }
+        }
+    }
+
+    /// Moves the window into period `t` (forward, or back to an empty window at `t` if `t` is
+    /// a window or more behind), unless a slightly stale `t` reads as at the head or another
+    /// thread is moving it; answers the head the add then counts at.
+    #[cold]
+    #[inline(never)]
+    fn advance(&self, t: u64, mut head: u64, mut word: u32) -> u64 {
+        for _ in 0..CLAIM_TRIES {
+            if word & MOVING != 0 || head == t || (head > t && head - t < B as u64) {
+                // Being moved (count beside the move), current, or counted as at the head.
+                return head;
+            }
+            // The sums before the mark: every add that sees the mark adds after this read, so
+            // it counts in the new period, never in the one the window is leaving.
+            let sums = self.read_sums();
+            match self.head.compare_exchange(
+                word,
+                MOVING | word,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    // Only a mover raises the era, so what it is now is what the publisher of
+                    // `word` left. If that widens `word` to another head, the era read with it
+                    // was stale (the head went a whole circle round meanwhile): put the word
+                    // back and retry from the head it really is.
+                    let now_seen = self.era.read();
+                    let actual = widen(word, PERIOD_BITS, now_seen, 0);
+                    if actual != head {
+                        let _ = self.head.compare_exchange(
+                            MOVING | word,
+                            word,
+                            Ordering::AcqRel,
+                            Ordering::Relaxed,
+                        );
+                        head = actual;
+                        continue;
+                    }
+                    self.write_starts(head, t, &sums);
+                    self.era.cover(now_seen, t, PERIOD_BITS);
+                    // A marked word is only ever changed by its mover: publish.
+                    self.head.swap(low_bits(t), Ordering::AcqRel);
+                    return t;
+                }
+                Err(actual) => {
+                    word = actual;
+                    head = widen(word, PERIOD_BITS, self.era.read(), 0);
+                }
+            }
+        }
+        head
+    }
+
+    /// Every running sum, the first counter first (see the module docs).
+    fn read_sums(&self) -> [u32; C] {
+        let mut now = [0u32; C];
+        for (n, sum) in now.iter_mut().zip(&self.sums) {
+            *n = sum.load(Ordering::Acquire);
+        }
+        now
+    }
+
+    /// Writes `sums` as the start of every period after `head` up to `t` (of every period in
+    /// the ring if `t` is not after `head`: the window restarts empty at `t`).
+    fn write_starts(&self, head: u64, t: u64, sums: &[u32; C]) {
+        let moved = if t > head { t - head } else { Self::RING };
+        if moved >= Self::RING {
+            for starts in self.ring.iter().chain(core::iter::once(&self.last)) {
+                Self::store(starts, sums);
+            }
+        } else {
+            for p in head + 1..=t {
+                Self::store(self.slot(p), sums);
+            }
+        }
+    }
+
+    fn store(starts: &Starts<C>, values: &[u32; C]) {
+        for (s, v) in starts.0.iter().zip(values) {
+            // Swaps, not stores: see `TimeWindow`'s claim (loom 0.7, issue #254).
+            s.swap(*v, Ordering::AcqRel);
+        }
+    }
+
+    /// Forgets everything: every period starts at the sums as they stand. A clear racing a
+    /// move or an add may keep that call (the window then reads it once more).
+    pub(crate) fn clear(&self) {
+        let now = self.read_sums();
+        for starts in self.ring.iter().chain(core::iter::once(&self.last)) {
+            Self::store(starts, &now);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::random::{Random, SeededRandom};
+    use crate::window::TimeWindow;
+
+    extern crate std;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn counts_accumulate_then_slide_out() {
+        let w: RunningWindow<4, 2> = RunningWindow::new(Duration::from_secs(4));
+        assert_eq!(w.bucket_length(), SEC);
+        w.add(Instant::from_millis(100), [1, 0]);
+        w.add(Instant::from_millis(1_100), [1, 1]);
+        assert_eq!(w.totals(Instant::from_millis(1_200)), [2, 1]);
+        // At t=4.5 s the periods 1..=4 are in the window; period 0 has slid out.
+        assert_eq!(w.totals(Instant::from_millis(4_500)), [1, 1]);
+        assert_eq!(w.totals(Instant::from_millis(5_000)), [0, 0]);
+        // Reads never moved the window: an add there starts period 5 afresh.
+        w.add(Instant::from_millis(5_000), [3, 2]);
+        assert_eq!(w.totals(Instant::from_millis(5_000)), [3, 2]);
+        assert_eq!(w.totals(Instant::from_millis(8_999)), [3, 2]);
+        assert_eq!(w.totals(Instant::from_millis(9_000)), [0, 0]);
+    }
+
+    #[test]
+    fn one_bucket_counts_its_own_period_only() {
+        let w: RunningWindow<1, 1> = RunningWindow::new(SEC);
+        w.add(Instant::from_millis(10), [2]);
+        assert_eq!(w.totals(Instant::from_millis(999)), [2]);
+        assert_eq!(w.totals(Instant::from_millis(1_000)), [0]);
+        w.add(Instant::from_millis(1_500), [1]);
+        assert_eq!(w.totals(Instant::from_millis(1_999)), [1]);
+    }
+
+    /// The bucket sum (`TimeWindow`) and the running totals fed the same calls on a forward
+    /// timeline whose gaps run from 1 ns to years: single-threaded both are exact, so they
+    /// agree at every step, whatever the bucket count.
+    fn agrees_with_the_bucket_sum<const B: usize>(seed: u64) {
+        let mut rng = SeededRandom::new(seed);
+        let window = Duration::from_nanos(8 * B as u64 + rng.below(1 << (10 + seed % 30)));
+        let running: RunningWindow<B, 2> = RunningWindow::new(window);
+        let buckets: TimeWindow<B, 2> = TimeWindow::new(window);
+        let mut now = Instant::from_nanos(rng.below(1 << 62));
+        for step in 0..3_000 {
+            let gap = match rng.below(8) {
+                0 => 0,
+                1..=4 => rng.below(window.as_nanos() as u64 / B as u64 + 2),
+                5 | 6 => rng.below(window.as_nanos() as u64 * 2 + 2),
+                _ => 1u64 << rng.below(59), // up to 18 years
+            };
+            now = now.saturating_add(Duration::from_nanos(gap));
+            if rng.below(3) > 0 {
+                let deltas = [1 + rng.below(3) as u32, rng.below(2) as u32];
+                running.add(now, deltas);
+                buckets.add(now, deltas);
+            }
+            assert_eq!(
+                running.totals(now),
+                buckets.totals(now),
+                "seed {seed} step {step} at {now:?}, window {window:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_bucket_sum_for_every_bucket_count() {
+        for seed in 0..40 {
+            agrees_with_the_bucket_sum::<1>(seed);
+            agrees_with_the_bucket_sum::<2>(seed);
+            agrees_with_the_bucket_sum::<3>(seed);
+            agrees_with_the_bucket_sum::<7>(seed);
+            agrees_with_the_bucket_sum::<20>(seed);
+        }
+    }
+
+    #[test]
+    fn a_head_whole_circles_old_is_not_current() {
+        // 1 ms buckets: the 31-bit head word repeats every 2^31 ms (24.9 days). A count made
+        // at 0.5 ms must not reappear any number of circles later.
+        for circles in 1..=3u64 {
+            let w: RunningWindow<4, 1> = RunningWindow::new(Duration::from_millis(4));
+            w.add(Instant::from_micros(500), [5]);
+            let later = Instant::from_micros(500 + (circles << PERIOD_BITS) * 1_000);
+            assert_eq!(w.totals(later), [0], "{circles} circles later");
+            w.add(later, [1]);
+            assert_eq!(w.totals(later), [1], "{circles} circles later");
+        }
+    }
+
+    #[test]
+    fn time_backwards_counts_at_the_head_or_restarts_the_window() {
+        let w: RunningWindow<4, 1> = RunningWindow::new(Duration::from_secs(4));
+        w.add(Instant::from_secs(10), [3]);
+        // Two periods back: read as at the head, and counted there.
+        assert_eq!(w.totals(Instant::from_secs(8)), [3]);
+        w.add(Instant::from_secs(8), [1]);
+        assert_eq!(w.totals(Instant::from_secs(10)), [4]);
+        assert_eq!(
+            w.totals(Instant::from_secs(14)),
+            [0],
+            "both slide out at the head"
+        );
+        // A window or more back: the window restarts there, empty.
+        assert_eq!(w.totals(Instant::from_secs(2)), [0]);
+        w.add(Instant::from_secs(2), [1]);
+        assert_eq!(w.totals(Instant::from_secs(2)), [1]);
+        assert_eq!(w.totals(Instant::from_secs(5)), [1]);
+        assert_eq!(w.totals(Instant::from_secs(6)), [0]);
+        // The ends of the timeline, both ways.
+        w.add(Instant::MAX, [1]);
+        assert_eq!(w.totals(Instant::MAX), [1]);
+        w.add(Instant::ZERO, [2]);
+        assert_eq!(w.totals(Instant::ZERO), [2]);
+        assert_eq!(w.totals(Instant::MAX), [0]);
+    }
+
+    #[test]
+    fn the_window_total_saturates_and_what_was_cut_never_returns() {
+        let w: RunningWindow<2, 1> = RunningWindow::new(Duration::from_secs(2));
+        w.add(Instant::ZERO, [u32::MAX - 5]);
+        w.add(Instant::from_secs(1), [u32::MAX]);
+        assert_eq!(w.totals(Instant::from_secs(1)), [u32::MAX], "saturated");
+        w.add(Instant::from_secs(1), [7]);
+        assert_eq!(w.totals(Instant::from_secs(1)), [u32::MAX]);
+        // Period 0 slides out: what remains is what period 1 could add (5), never a wrap.
+        assert_eq!(w.totals(Instant::from_secs(2)), [5]);
+        w.add(Instant::from_secs(2), [1 << 31]);
+        assert_eq!(w.totals(Instant::from_secs(2)), [5 + (1 << 31)]);
+        assert_eq!(w.totals(Instant::from_secs(4)), [0]);
+    }
+
+    #[test]
+    fn clear_forgets_everything_and_counting_resumes() {
+        let w: RunningWindow<4, 2> = RunningWindow::new(Duration::from_secs(4));
+        w.add(Instant::from_secs(1), [4, 2]);
+        w.add(Instant::from_secs(2), [4, 2]);
+        w.clear();
+        for s in [2, 3, 4, 5, 9] {
+            assert_eq!(w.totals(Instant::from_secs(s)), [0, 0], "{s} s");
+        }
+        w.add(Instant::from_secs(3), [1, 1]);
+        assert_eq!(w.totals(Instant::from_secs(3)), [1, 1]);
+        assert_eq!(w.totals(Instant::from_secs(6)), [1, 1]);
+        assert_eq!(w.totals(Instant::from_secs(7)), [0, 0]);
+    }
+
+    #[test]
+    fn a_move_writes_only_the_periods_it_passes() {
+        // The slot a move from h to h + 1 writes is the one of h − B, which no reader at
+        // h − 1, h or h + 1 reads (that is why the ring has B + 1 slots).
+        type W = RunningWindow<5, 1>;
+        for h in 0..20u64 {
+            let written = (h + 1) % W::RING;
+            for t in [h.saturating_sub(1), h, h + 1] {
+                if let View::Slot(i) = W::view(h, t) {
+                    assert_ne!(i as u64, written, "head {h}, reader at {t}");
+                }
+            }
+        }
+    }
+}
