@@ -282,6 +282,99 @@ fn cas_loop(n: u64) {
     }
 }
 
+// ---- async: what a stack adds to one ready call (as benches/async_overhead.rs) ------------
+
+/// The async bench's full pipeline (no rate limiter: see benches/async_overhead.rs) with a
+/// deadline on every attempt, each policy with its defaults, owned. A macro, so each use has
+/// the concrete type (the Layer's bounds name every slot's permit).
+macro_rules! async_pipeline {
+    () => {
+        Pipeline::new()
+            .retry(Retry::new(
+                RetryConfig::DEFAULT,
+                RatioBudget::new(RatioBudgetConfig::DEFAULT).unwrap(),
+            ))
+            .throttler(Throttler::new(ThrottlerConfig::DEFAULT).unwrap())
+            .breaker(default_breaker())
+            .limiter(Limiter::new(LimiterConfig::gradient2()).unwrap())
+            .bulkhead(Bulkhead::new(BulkheadConfig::DEFAULT))
+            .attempt_timeout(ASYNC_DEADLINE)
+    };
+}
+
+const ASYNC_DEADLINE: Duration = Duration::from_secs(1);
+
+async fn ready_call(x: u32) -> Result<u32, tower::BoxError> {
+    Ok(black_box(x))
+}
+
+/// Runs `n` calls of `call` inside one `block_on` on a current-thread runtime with time.
+fn on_runtime<F: std::future::Future<Output = u32>>(n: u64, mut call: impl FnMut(u32) -> F) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..n {
+            black_box(call(black_box(i as u32)).await);
+        }
+    });
+}
+
+#[inline(never)]
+fn async_bare(n: u64) {
+    on_runtime(n, |x| async move { ready_call(x).await.unwrap() });
+}
+
+#[inline(never)]
+fn async_tokio_timeout(n: u64) {
+    on_runtime(n, |x| async move {
+        tokio::time::timeout(ASYNC_DEADLINE, ready_call(x))
+            .await
+            .unwrap()
+            .unwrap()
+    });
+}
+
+#[inline(never)]
+fn async_execute(n: u64) {
+    let pipeline = async_pipeline!();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let resilience = rt.block_on(async { resilix_tokio::Resilience::new(&pipeline).seed(1) });
+    rt.block_on(async {
+        for i in 0..n {
+            let x = black_box(i as u32);
+            let r = resilience
+                .execute(resilix::call::CallOptions::default(), || ready_call(x))
+                .await;
+            black_box(r.unwrap());
+        }
+    });
+}
+
+#[inline(never)]
+fn async_layer(n: u64) {
+    use tower::{Service, ServiceBuilder, ServiceExt};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let layer = resilix_tokio::tower::ResilienceLayer::new(
+            resilix_tokio::Resilience::new(Box::new(async_pipeline!())).seed(1),
+        )
+        .timeout(ASYNC_DEADLINE);
+        let mut svc = ServiceBuilder::new().layer(layer).service_fn(ready_call);
+        for i in 0..n {
+            let ready = svc.ready().await.unwrap();
+            black_box(ready.call(black_box(i as u32)).await.unwrap());
+        }
+    });
+}
+
 /// A subject's loop over `n` operations.
 type Run = fn(u64);
 
@@ -305,6 +398,10 @@ const SUBJECTS: &[(&str, Run)] = &[
     ("ratio-budget-clock", ratio_budget),
     ("token-bucket-clock", token_bucket),
     ("pipeline-clock", pipeline),
+    ("async-bare", async_bare),
+    ("async-tokio-timeout", async_tokio_timeout),
+    ("async-execute", async_execute),
+    ("async-layer", async_layer),
     ("fetch-add", fetch_add),
     ("cas-loop", cas_loop),
 ];
