@@ -97,3 +97,28 @@ fn ratio_budget_two_spends_one_allowed() {
         assert_eq!(b.counts(now), (0, 1));
     });
 }
+
+/// The same across a bucket boundary: two spends in adjacent periods (each may move the
+/// window into its own), with room for one retry in a window that holds both periods. Every
+/// spender compare-and-swaps the one running sum of retries, so exactly one is granted
+/// whichever moves first, and both periods' windows count that one.
+#[test]
+fn ratio_budget_two_spends_in_adjacent_periods_one_allowed() {
+    loom::model(|| {
+        let b: Arc<RatioBudget<2>> = Arc::new(
+            RatioBudget::with_buckets(RatioBudgetConfig {
+                max_retry_permille: 100,
+                min_retries_per_window: 1,
+                window: Duration::from_secs(2),
+            })
+            .unwrap(),
+        );
+        let b2 = b.clone();
+        let (early, late) = (Instant::from_millis(1_500), Instant::from_millis(2_500));
+        let t = thread::spawn(move || b2.try_spend(late, VerdictKind::Transient));
+        let mine = b.try_spend(early, VerdictKind::Transient);
+        let theirs = t.join().unwrap();
+        assert!(mine ^ theirs, "exactly one granted: {mine} {theirs}");
+        assert_eq!(b.counts(late), (0, 1));
+    });
+}

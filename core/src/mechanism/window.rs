@@ -43,10 +43,7 @@
 //! * the loss at a bucket boundary is the increments that land on the bucket between a claim's
 //!   mark and its zeroing (adds that find the bucket marked for their own period add beside the
 //!   claim), and a reader concurrent with a claim does not count the bucket being claimed: both
-//!   transient undercounts, at most the calls crossing the boundary while a claim runs; a
-//!   bounded increment ([`try_add_one`](TimeWindow::try_add_one)) that finds the bucket being
-//!   claimed for its own period checks its limit against the count as it stands, which may
-//!   not be zeroed yet: it may refuse once, never overspend;
+//!   transient undercounts, at most the calls crossing the boundary while a claim runs;
 //! * the same slot a whole circle later: the word's low bits are unchanged, so a late claimer
 //!   that read the era before an earlier claim of the same period raised it could win the swap
 //!   against the *published* word. It re-reads the era after its swap; if the word it replaced
@@ -341,76 +338,6 @@ impl<const B: usize, const C: usize> TimeWindow<B, C> {
         self.totals_except(now, B)
     }
 
-    /// Adds one to counter `index` in the bucket for `now` only if the window total of that
-    /// counter stays at or below `limit(totals)`; answers whether it did.
-    ///
-    /// Exact among callers in the same bucket period: the increment is a compare-and-swap on
-    /// the current bucket's counter from the value the limit was checked against, and no other
-    /// bucket's count can grow meanwhile. Callers passing `now`s in different periods (or a
-    /// boundary claim, as in [`add`](Self::add)) can each pass once against a stale view.
-    pub(crate) fn try_add_one(
-        &self,
-        now: Instant,
-        index: usize,
-        limit: impl Fn(&[u32; C]) -> u32,
-    ) -> bool {
-        if B == 0 || index >= C {
-            return false;
-        }
-        let bucket = self.claim(now);
-        let here = Self::index(self.period(now));
-        let counter = &bucket.counts[index];
-        let mut current = counter.load(Ordering::Acquire);
-        loop {
-            // The other buckets, then this one's counters as they stand (`current` for the
-            // one being incremented, the value the compare-and-swap checks).
-            let mut totals = self.totals_except(now, here);
-            for (i, (t, c)) in totals.iter_mut().zip(&bucket.counts).enumerate() {
-                let mine = if i == index {
-                    current
-                } else {
-                    c.load(Ordering::Acquire)
-                };
-                *t = t.saturating_add(mine);
-            }
-            if u64::from(totals[index]) + 1 > u64::from(limit(&totals)) {
-                return false;
-            }
-            match counter.compare_exchange_weak(
-                current,
-                current.saturating_add(1),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
-        }
-    }
-
-    /// Undoes one [`try_add_one`](Self::try_add_one) of counter `index` made at this same
-    /// `now`: takes one back from the bucket for `now` if that bucket still counts `now`'s
-    /// period (published) and the counter is above zero; otherwise the increment has left the
-    /// window with its bucket, and nothing is taken. For a reservation that a second check
-    /// refused (the keyed retry budget's shared budget).
-    ///
-    /// Exact unless a claim of the same bucket for another period (a caller a whole window
-    /// later) lands between the look at the period and the decrement: then one increment of
-    /// the new period may be taken instead, a transient undercount of one, bounded by the
-    /// refunds in flight across that boundary.
-    pub(crate) fn take_back_one(&self, now: Instant, index: usize) {
-        if B == 0 || index >= C {
-            return;
-        }
-        let period = self.period(now);
-        let bucket = &self.buckets[Self::index(period)];
-        if bucket.published_period(period) != Some(period) {
-            return;
-        }
-        let _ = bucket.counts[index]
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1));
-    }
-
     /// Forgets everything.
     pub(crate) fn clear(&self) {
         for bucket in &self.buckets {
@@ -528,28 +455,6 @@ mod tests {
         w.add(Instant::ZERO, [u32::MAX]);
         w.add(Instant::ZERO, [u32::MAX]);
         assert_eq!(w.totals(Instant::ZERO), [u32::MAX], "counts saturate");
-    }
-
-    #[test]
-    fn take_back_one_undoes_a_bounded_add_in_its_own_period_only() {
-        let w: TimeWindow<4, 2> = TimeWindow::new(Duration::from_secs(4));
-        let at = Instant::from_millis(1_500);
-        assert!(w.try_add_one(at, 1, |_| 1));
-        assert!(!w.try_add_one(at, 1, |_| 1), "the limit is reached");
-        w.take_back_one(at, 1);
-        assert_eq!(w.totals(at), [0, 0]);
-        assert!(w.try_add_one(at, 1, |_| 1), "the room is back");
-        // Never below zero, never another counter, never a bucket of another period.
-        w.take_back_one(at, 0);
-        assert_eq!(w.totals(at), [0, 1]);
-        let later = Instant::from_millis(5_500); // the same bucket, a window later
-        w.add(later, [0, 1]);
-        w.take_back_one(at, 1);
-        assert_eq!(w.totals(later), [0, 1], "the new period's count is kept");
-        w.take_back_one(later, 1);
-        w.take_back_one(later, 1);
-        assert_eq!(w.totals(later), [0, 0]);
-        w.take_back_one(later, 7);
     }
 
     #[test]

@@ -71,8 +71,8 @@
 //!   shared budget. Size `N` for the keys active within one window, not for all keys.
 //!
 //! **Memory**: per key, one entry: a 12-byte tag (state, pins, key) and a `RatioBudget<B>`
-//! (`16 × B + 48` bytes on 64-bit targets, its settings block included). An entry is 224 bytes
-//! with the default ten buckets and 128 with four (the `memory_per_key` test pins both); the
+//! (`12 × B + 80` bytes on 64-bit targets, its settings block included). An entry is 216 bytes
+//! with the default ten buckets and 144 with four (the `memory_per_key` test pins both); the
 //! table adds the overflow budget, the shared budget `S` and the writer flag, whatever the
 //! traffic. Construction is not `const`: build the table in `main` (or a once-cell) and share a
 //! reference.

@@ -12,10 +12,14 @@ use crate::retry::budget::{BudgetConfigError, RetryBudget};
 use crate::settings::Settings;
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
-use crate::window::{MIN_BUCKET_NANOS, TimeWindow};
+use crate::window::{MIN_BUCKET_NANOS, RunningWindow};
 
 const FIRSTS: usize = 0;
 const RETRIES: usize = 1;
+/// Granted retries given back ([`RatioBudget::refund_retry`]): a counter of its own, so the
+/// running sums only ever grow (`window/running.rs`); the window's retries are
+/// `RETRIES − REFUNDS`.
+const REFUNDS: usize = 2;
 
 /// The ratio budget's settings.
 ///
@@ -86,12 +90,13 @@ impl Default for RatioBudgetConfig {
 /// First attempts are counted when they settle, retries when they are granted. Refused calls
 /// (`Rejected`) count for nothing.
 ///
-/// **Exactness.** The grant is a compare-and-swap on the current bucket's retry count against
-/// the limit it was checked with, so concurrent callers in the same bucket period never
-/// overspend. At a bucket boundary, callers passing `now`s in different periods may each pass
-/// once against a stale view; the window of first attempts is approximate as every
-/// windowed statistic is (the shared sliding window, `window.rs`). `B` is the number of buckets (default
-/// 10: one-second buckets for the 10 s window).
+/// **Exactness.** The window is kept as running totals (`mechanism/window/running.rs`): a
+/// first attempt is one `fetch_add`, and a grant is a compare-and-swap on the one running sum
+/// of retries from the value the limit was checked against, so concurrent callers never
+/// overspend, whatever their periods. At a bucket boundary a caller whose `now` is a period
+/// behind reads the window as the move left it (once); the window of first attempts is
+/// approximate as every windowed statistic is. `B` is the number of buckets (default 10:
+/// one-second buckets for the 10 s window); a spend reads three counters whatever `B` is.
 ///
 /// ```
 /// use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, RetryBudget};
@@ -110,7 +115,7 @@ impl Default for RatioBudgetConfig {
 /// ```
 #[derive(Debug)]
 pub struct RatioBudget<const B: usize = 10> {
-    pub(super) window: TimeWindow<B, 2>,
+    pub(super) window: RunningWindow<B, 3>,
     /// `[max_retry_permille, min_retries_per_window]`, read together by every spend and
     /// replaced together by [`RatioBudget::reconfigure`].
     settings: Settings<2>,
@@ -186,22 +191,26 @@ impl<const B: usize> RatioBudget<B> {
                 return Err(BudgetConfigError::RatioAboveOne);
             }
             Ok(RatioBudget {
-                window: TimeWindow::new(config.window),
+                window: RunningWindow::new(config.window),
                 settings: Settings::new([config.max_retry_permille, config.min_retries_per_window]),
             })
         }
     }
 
     /// Gives back one retry granted at `now` and not made (a per-key budget's reservation that
-    /// its shared budget refused), in the bucket it was counted in.
+    /// its shared budget refused). Counted as a refund in `now`'s period, the grant's own, so
+    /// the two leave the window together; a refund whose period a move has just left counts in
+    /// the next one, and the window then holds one retry too few for at most one bucket
+    /// period after the grant ages out (one spare retry, never a missing one).
     pub(super) fn refund_retry(&self, now: Instant) {
-        self.window.take_back_one(now, RETRIES);
+        self.window.add(now, [0, 0, 1]);
     }
 
-    /// First attempts and granted retries in the window ending at `now` (a snapshot).
+    /// First attempts and granted retries (refunds taken off) in the window ending at `now`
+    /// (a snapshot).
     pub fn counts(&self, now: Instant) -> (u32, u32) {
         let t = self.window.totals(now);
-        (t[FIRSTS], t[RETRIES])
+        (t[FIRSTS], t[RETRIES].saturating_sub(t[REFUNDS]))
     }
 
     /// How many retries the window allows in total at these counts: the pure rule.
@@ -314,14 +323,15 @@ const fn allowance(first_attempts: u32, permille: u32, floor: u32) -> u32 {
 
 impl<const B: usize> RetryBudget for RatioBudget<B> {
     fn record_first_attempt(&self, now: Instant) {
-        self.window.add(now, [1, 0]);
+        self.window.add(now, [1, 0, 0]);
     }
 
     fn try_spend(&self, now: Instant, _after: VerdictKind) -> bool {
         // Once per spend, outside the window's loop: one pair for the whole decision.
         let [permille, floor] = self.settings.read();
         self.window.try_add_one(now, RETRIES, |totals| {
-            allowance(totals[FIRSTS], permille, floor)
+            let retries = totals[RETRIES].saturating_sub(totals[REFUNDS]);
+            retries < allowance(totals[FIRSTS], permille, floor)
         })
     }
 

@@ -468,9 +468,12 @@ fn memory_per_key_is_one_ratio_budget_and_a_tag() {
     assert!(overhead <= size_of::<RatioBudget<10>>() + 8, "{overhead}");
     #[cfg(target_pointer_width = "64")]
     {
-        assert_eq!(entry, 224, "ten buckets (the module docs state it)");
-        assert_eq!(size_of::<Entry<4>>(), 128, "four buckets");
-        assert_eq!(size_of::<RatioBudget<10>>(), 16 * 10 + 32 + 16); // the window, the eras, the settings block
+        assert_eq!(entry, 216, "ten buckets (the module docs state it)");
+        assert_eq!(size_of::<Entry<4>>(), 144, "four buckets");
+        // The window's ring of B + 1 starts of three counters, its sums, head, era and
+        // divisor, and the settings block.
+        assert_eq!(size_of::<RatioBudget<10>>(), 12 * 10 + 80);
+        assert_eq!(size_of::<RatioBudget<4>>(), 12 * 4 + 80);
     }
 }
 
