@@ -455,5 +455,8 @@ impl fmt::Display for Full {
     }
 }
 
+mod keyed;
+pub use keyed::{ForKey, KeyedBulkhead, KeyedPermit};
+
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -263,5 +263,16 @@ impl<const BUCKETS: usize> Permit for ThrottlerPermit<'_, BUCKETS> {
     }
 }
 
+mod keyed;
+pub use keyed::{ForKey, KeyedPermit, KeyedThrottler};
+
+impl<const BUCKETS: usize> Throttler<BUCKETS> {
+    /// Empties the window without an event: for the keyed table, renewing an idle entry
+    /// (nobody else can reach it) for a new key.
+    pub(crate) fn forget(&self) {
+        self.window.clear();
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests;

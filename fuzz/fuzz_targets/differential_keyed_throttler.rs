@@ -1,0 +1,72 @@
+//! The keyed throttler (1 or 8 entries, up to 24 keys, so homes collide, idle entries are
+//! reused and the overflow throttler serves) against its reference model, steered by the
+//! fuzzer: the config (windows from the shortest a bucket count allows to days), then every
+//! gap (1 ns to ten years, or busy at the window's scale), key, verdict, cancellation, shed
+//! draw and `evict_idle` come from the input. Panics on the first decision, choice of
+//! throttler, `evict_idle` count, `len` or per-key counts on which they differ (an entry freed
+//! while live would show as a key's counts or `len` differing from the model's).
+#![no_main]
+
+use std::time::Duration;
+
+use libfuzzer_sys::fuzz_target;
+use resilix::random::Random;
+use resilix::throttler::{KeyedThrottler, LocalRejections, ThrottlerConfig};
+use resilix::time::Instant;
+use resilix_reference::keyed_throttler::KeyedThrottlerTwin;
+use resilix_reference::timeline::{Bytes, Gaps, Timeline};
+use resilix_reference::twin::{Mix, drive};
+
+fn run<const N: usize, const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
+    // A window from B × 8 ns (the shortest) to about four days, log-uniform.
+    let octave = rng.below(49) as u32;
+    let lo = ((B as u64) * 8) << octave;
+    let window = Duration::from_nanos(lo + rng.below(lo));
+    let config = ThrottlerConfig {
+        accepts_multiplier: match rng.below(4) {
+            0 => 2.0,
+            1 => f64::INFINITY,
+            _ => 1.0 + rng.below(4_000_000) as f64 / 1e6,
+        },
+        max_rejection_rate: rng.below(1_000_000) as f64 / 1e6,
+        window,
+        min_requests: rng.below(20) as u32,
+        local_rejections: if rng.below(2) == 0 {
+            LocalRejections::CountAsRequests
+        } else {
+            LocalRejections::Ignore
+        },
+    };
+    let Ok(real) = KeyedThrottler::<N, B>::with_buckets(config) else {
+        return; // refused as the single throttler refuses it
+    };
+    let keys = 1 + rng.below(24);
+    let mut twin = KeyedThrottlerTwin::new(&real, &config, keys, 1 + rng.below(32));
+    let gaps = if rng.below(2) == 0 {
+        Gaps::LONG
+    } else {
+        Gaps::between(Duration::from_nanos(1), (window / 4).max(Duration::from_nanos(2)))
+    };
+    let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), gaps);
+    let mix = Mix {
+        success: rng.below(256) as u8,
+        transient: 60,
+        timeout: 30,
+        overload: 30,
+        answered: 20,
+    };
+    if let Err(m) = drive(&mut twin, &mut timeline, rng, steps, mix, 8) {
+        panic!("{m}");
+    }
+    assert!(real.len() <= N);
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut rng = Bytes::new(data);
+    let steps = (data.len() as u64 / 3).min(4_000);
+    match rng.below(3) {
+        0 => run::<1, 4>(&mut rng, steps),
+        1 => run::<8, 7>(&mut rng, steps),
+        _ => run::<8, 20>(&mut rng, steps),
+    }
+});
