@@ -115,6 +115,27 @@ pub(crate) struct Formula {
 }
 
 impl Formula {
+    /// K and the cap as the three words of the throttler's settings block: K's low and
+    /// high halves (K is stored to a millionth in 64 bits, an infinite K saturating), then the
+    /// cap (below 10^6). `min_requests` is not in the block: it cannot change in place.
+    pub(crate) const fn words(&self) -> [u32; 3] {
+        [
+            self.k_millionths as u32,
+            (self.k_millionths >> 32) as u32,
+            self.max_rejection_millionths as u32,
+        ]
+    }
+
+    /// The formula of a settings block ([`words`](Self::words)) and `min_requests`.
+    #[inline(always)]
+    pub(crate) const fn from_words([k_low, k_high, cap]: [u32; 3], min_requests: u32) -> Formula {
+        Formula {
+            k_millionths: (k_high as u64) << 32 | k_low as u64,
+            max_rejection_millionths: cap as u64,
+            min_requests,
+        }
+    }
+
     /// `max(0, (requests − K·accepts) / (requests + 1))`, capped at the maximum rejection
     /// rate, and zero while the window holds fewer than `min_requests` requests.
     pub(crate) const fn probability(&self, requests: u32, accepts: u32) -> Probability {
