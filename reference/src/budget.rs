@@ -349,6 +349,12 @@ impl Twin for ReconfiguringBucketTwin<'_> {
     }
 
     fn check(&mut self, now: Instant) -> Result<(), String> {
+        let (balance, capacity) = (self.twin.real.balance(), self.twin.real.config().capacity);
+        if balance > capacity {
+            return Err(format!(
+                "balance {balance:?} above the capacity {capacity:?}"
+            ));
+        }
         self.twin.check(now)
     }
 }
