@@ -162,7 +162,7 @@ pub struct SettingsWriter<'s, const W: usize> {
 impl<const W: usize> SettingsWriter<'_, W> {
     /// The block in force (stable: only this writer could change it): for a policy that
     /// derives its next block, or adjusts its state, from the one in force.
-    #[allow(dead_code)] // no policy derives one yet (the throttler's K and cap will)
+    #[allow(dead_code)] // no policy derives its next block from the one in force yet
     pub fn current(&self) -> [u32; W] {
         let slot = &self.settings.slots[((self.control >> 1) & 1) as usize];
         core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))

@@ -117,7 +117,8 @@ const ACCEPTS: usize = 1;
 /// The SRE client-side throttler over a window of `BUCKETS` time buckets (default 20).
 ///
 /// `Sync` and lock-free: one instance per upstream, shared by every caller. See the
-/// [module docs](self) for what is counted and the steady states.
+/// [module docs](self) for what is counted and the steady states. K and the cap change in
+/// place, keeping the window: [`Throttler::reconfigure`].
 #[derive(Debug)]
 pub struct Throttler<const BUCKETS: usize = 20> {
     /// K and the cap (`Formula::words`), read together once per admit and replaced together

@@ -94,7 +94,7 @@ pub enum RetrySuccess {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TokenBucketConfig {
-    /// The most the bucket holds.
+    /// The most the bucket holds: at most [`TokenBucketConfig::MAX_CAPACITY`].
     pub capacity: Tokens,
     /// What it holds at construction.
     pub initial: Tokens,
@@ -380,6 +380,7 @@ const fn deposit(balance: u32, amount: u32, capacity: u32) -> u32 {
 }
 
 /// A retry token bucket. See the [module docs](self) and [`TokenBucketConfig`]'s presets.
+/// Every setting changes in place, the balance carried over: [`TokenBucket::reconfigure`].
 ///
 /// ```
 /// use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig};

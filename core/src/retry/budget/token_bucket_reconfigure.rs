@@ -18,8 +18,8 @@
 //! amount (a `RefundCost` success refunds the cost *now* in force for its verdict, capped at
 //! the new capacity like every deposit), a failure is charged the new cost. The bucket keeps
 //! no per-retry record (the budget's interface carries none), so this is the only rule it can
-//! keep exactly; a reservation that straddles a change of cost is refunded at most one
-//! difference of the two costs more or less than it paid.
+//! keep exactly: a retry that straddles a change of cost is refunded the new cost, which may
+//! differ from what it paid by the difference of the two costs.
 
 use core::fmt;
 
