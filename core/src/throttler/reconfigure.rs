@@ -26,9 +26,19 @@ use crate::window::bucket_nanos;
 
 impl<const BUCKETS: usize> Throttler<BUCKETS> {
     /// Puts `config`'s K and cap in force at once, keeping the window's counts, and emits
-    /// [`Event::PolicyReconfigured`]. See the [module docs](self) for what may change and
-    /// the rule for calls in flight. Reconfigurations do not queue: one racing another is
-    /// [`ThrottlerReconfigureError::Busy`] (nothing waits).
+    /// [`Event::PolicyReconfigured`]. K and the cap are read together once per admit, so an
+    /// admit racing the change decides with the old pair or the new one, never a mix.
+    ///
+    /// Refused by name ([`ThrottlerReconfigureError::Fixed`]), a new throttler being needed:
+    /// a change of `window` (its bucket length is what the stored periods mean), of
+    /// `local_rejections` (the counts were gathered under one rule for the throttler's own
+    /// refusals) or of `min_requests` (kept out of the settings block, so each admit reads
+    /// three words).
+    ///
+    /// **In flight.** A permit holds nothing: a call admitted before the change settles into
+    /// the same window, and from the next admit the new pair decides over the same counts (a
+    /// raised K or a lowered cap sheds less at once). Reconfigurations do not queue: one
+    /// racing another is [`ThrottlerReconfigureError::Busy`] (nothing waits).
     ///
     /// ```
     /// use resilix::permit::{Env, Permit, Policy};

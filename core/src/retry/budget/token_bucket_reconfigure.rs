@@ -32,12 +32,21 @@ use crate::retry::budget::BudgetConfigError;
 use crate::sync::Ordering;
 
 impl TokenBucket {
-    /// Puts `config` in force at `env.now`, the balance carried over (clamped to a lowered
-    /// capacity), and emits [`Event::PolicyReconfigured`] with `PolicyKind::RetryBudget`. A
-    /// spend or deposit racing the change runs wholly under the old settings and balance or
-    /// wholly under the new ones (one compare-and-swap switches both). See the [module
-    /// docs](self) for the rules. Reconfigurations do not queue: one racing another is
-    /// [`TokenBucketReconfigureError::Busy`] (nothing waits).
+    /// Puts `config` in force at `env.now` and emits [`Event::PolicyReconfigured`] with
+    /// `PolicyKind::RetryBudget`. Every setting may change. The balance carries over in the
+    /// same compare-and-swap that switches the settings, so a spend or deposit racing the
+    /// change runs wholly under the old settings and balance or wholly under the new ones:
+    ///
+    /// * a lowered capacity clamps the balance to it (a larger reserve would grant retries
+    ///   the new setting forbids); a later raise does not bring the clamped tokens back;
+    /// * a raised capacity keeps the balance (nothing is refilled);
+    /// * `initial` only moves where a later [reset](TokenBucket::reset) lands.
+    ///
+    /// **In flight.** Whatever settles after the change settles under the new settings: a
+    /// retry granted before it (paid at the old cost) that succeeds is refunded the cost now
+    /// in force under [`RetrySuccess::RefundCost`](super::RetrySuccess::RefundCost), capped at the new capacity like every
+    /// deposit; the bucket keeps no record per retry. Reconfigurations do not queue: one
+    /// racing another is [`TokenBucketReconfigureError::Busy`] (nothing waits).
     ///
     /// ```
     /// use resilix::permit::Env;
