@@ -224,15 +224,24 @@ impl Config {
                     let fresh = section.build(&path)?;
                     let old = previous
                         .and_then(|p| Some((p.config.budgets.get(name)?, p.budgets.get(name)?)));
-                    match old.and_then(|(s, b)| section::reconfigurable_ratio(s, b, section, &path))
-                    {
-                        Some((live, config)) => {
+                    let ratio =
+                        old.and_then(|(s, b)| section::reconfigurable_ratio(s, b, section, &path));
+                    let bucket =
+                        old.and_then(|(s, b)| section::reconfigurable_bucket(s, b, section, &path));
+                    match (ratio, bucket) {
+                        (Some((live, config)), _) => {
                             let target = Arc::clone(&live);
                             pending
                                 .push(move |env| section::reconfigure_ratio(&target, config, env));
                             live
                         }
-                        None => fresh,
+                        (None, Some((live, config))) => {
+                            let target = Arc::clone(&live);
+                            pending
+                                .push(move |env| section::reconfigure_bucket(&target, config, env));
+                            live
+                        }
+                        (None, None) => fresh,
                     }
                 }
             };

@@ -12,8 +12,10 @@
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! only in settings the running policy takes in place is the live one too, reconfigured
 //! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
-//! `min_limit` and `max_limit` (the limit clamped into them), and a ratio budget's ratio and
-//! floor (same window), so a reload that
+//! `min_limit` and `max_limit` (the limit clamped into them), a throttler's
+//! `accepts_multiplier` and `max_rejection_rate` (its window kept), a ratio budget's ratio and
+//! floor (same window), and every setting of a token bucket (its balance carried over, clamped
+//! to a lowered capacity), so a reload that
 //! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
 //! below it. The reconfigurations are applied only once the whole new config has built, so a
 //! refused reload changes no live policy. A policy whose table changed in any other field

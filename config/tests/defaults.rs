@@ -53,7 +53,7 @@ fn empty_tables_are_the_cores_defaults() {
     );
     assert_eq!(
         TokenBucket::default().config(),
-        &TokenBucketConfig::AWS_SDK_STANDARD
+        TokenBucketConfig::AWS_SDK_STANDARD
     );
     assert_eq!(
         budget(BudgetKind::Grpc),

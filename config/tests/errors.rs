@@ -344,6 +344,12 @@ fn every_budget_rule_names_its_field() {
         ("token-bucket", "capacity = 0", E::ZeroCapacity, "capacity"),
         (
             "token-bucket",
+            "capacity = 3000000",
+            E::CapacityAboveMax,
+            "capacity",
+        ),
+        (
+            "token-bucket",
             "initial = 600",
             E::InitialAboveCapacity,
             "initial",

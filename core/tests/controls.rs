@@ -297,10 +297,13 @@ fn rate_limiter_reset_fills_the_bucket_exactly() {
 #[test]
 fn rate_limiter_reset_keeps_the_reconfigured_rate() {
     let l = RateLimiter::new(RateLimitConfig::new(Rate::per_second(4))).unwrap();
-    l.reconfigure(RateLimitConfig::new(Rate::per_second(10)), T0)
-        .unwrap();
-    while l.try_acquire(T0).is_ok() {}
     let mut rng = SeededRandom::new(1);
+    l.reconfigure(
+        RateLimitConfig::new(Rate::per_second(10)),
+        &mut Env::new(T0, &mut rng),
+    )
+    .unwrap();
+    while l.try_acquire(T0).is_ok() {}
     l.reset(&mut Env::new(T0, &mut rng));
     assert_eq!(l.available(T0), 10);
     assert_eq!(l.burst(), 10);

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU32, Ordering};
+use resilix::permit::Env;
+use resilix::random::SeededRandom;
 use resilix::rate_limit::{KeyedRateLimiter, Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 
@@ -47,7 +49,10 @@ fn a_reconfiguration_racing_an_admission_never_creates_cells() {
         limiter.try_acquire(now).unwrap(); // one of two cells left
         let l = limiter.clone();
         let admit = loom::thread::spawn(move || l.try_acquire(now).is_ok());
-        limiter.reconfigure(config(4), now).unwrap();
+        let mut rng = SeededRandom::new(0);
+        limiter
+            .reconfigure(config(4), &mut Env::new(now, &mut rng))
+            .unwrap();
         let got = admit.join().unwrap();
         // One cell was left; it carries over to the bigger bucket, never grows.
         let left = limiter.available(now);

@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use resilix::permit::Env;
+use resilix::random::SeededRandom;
 use resilix::rate_limit::{AcquireError, KeyedRateLimiter, Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 
@@ -86,7 +88,7 @@ proptest! {
         let now = Instant::from_nanos(at);
         let _ = l.try_acquire_n(now, used.min(a.burst));
         let before = l.available(now);
-        l.reconfigure(b, now).unwrap();
+        l.reconfigure(b, &mut Env::new(now, &mut SeededRandom::new(0))).unwrap();
         let after = l.available(now);
         prop_assert!(after <= b.burst);
         prop_assert!(after <= before, "{} cells became {}", before, after);

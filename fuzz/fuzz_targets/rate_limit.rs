@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
+use resilix::permit::Env;
+use resilix::random::SeededRandom;
 use resilix::rate_limit::{AcquireError, Rate, RateLimitConfig, RateLimiter};
 use resilix::time::Instant;
 
@@ -47,7 +49,9 @@ fuzz_target!(|data: &[u8]| {
             }
             _ => {
                 let next = config(a, b, op);
-                if l.reconfigure(next, now).is_ok() {
+                if l.reconfigure(next, &mut Env::new(now, &mut SeededRandom::new(0)))
+                    .is_ok()
+                {
                     cfg = next;
                     start = now;
                     cells = 0;

@@ -134,6 +134,14 @@ impl TokenBucketModel {
         }
     }
 
+    /// `TokenBucket::reconfigure`, single-threaded: `config` in force from now on, the
+    /// balance carried over and clamped to its capacity (`config` one the real bucket
+    /// accepts).
+    pub fn reconfigure(&mut self, config: &TokenBucketConfig) {
+        self.config = *config;
+        self.balance = self.balance.min(u64::from(config.capacity.as_milli()));
+    }
+
     fn cost(&self, after: VerdictKind) -> u64 {
         u64::from(match after {
             VerdictKind::Timeout => self.config.timeout_retry_cost.as_milli(),
@@ -265,6 +273,90 @@ pub fn token_bucket_twin<'a>(
     config: &TokenBucketConfig,
 ) -> TokenBucketTwin<'a> {
     BudgetTwin::new(real, TokenBucketModel::new(config))
+}
+
+/// A [`TokenBucketTwin`] that, before one arrival in `one_in`, reconfigures both the real
+/// bucket and the model to a config drawn from `pool` (each one the real bucket accepts).
+pub struct ReconfiguringBucketTwin<'a> {
+    twin: TokenBucketTwin<'a>,
+    pool: Vec<TokenBucketConfig>,
+    one_in: u64,
+    /// Reconfigurations made.
+    pub reconfigured: u64,
+}
+
+impl<'a> ReconfiguringBucketTwin<'a> {
+    /// Wraps `twin` (fresh), drawing from `pool`.
+    pub fn new(twin: TokenBucketTwin<'a>, pool: Vec<TokenBucketConfig>, one_in: u64) -> Self {
+        ReconfiguringBucketTwin {
+            twin,
+            pool,
+            one_in,
+            reconfigured: 0,
+        }
+    }
+
+    /// The twin inside.
+    pub fn twin(&self) -> &TokenBucketTwin<'a> {
+        &self.twin
+    }
+
+    /// The twin inside, to drive directly.
+    pub fn twin_mut(&mut self) -> &mut TokenBucketTwin<'a> {
+        &mut self.twin
+    }
+
+    /// Both reconfigure to `config` at `now`; the real one must accept it.
+    pub fn reconfigure(&mut self, config: &TokenBucketConfig, now: Instant) -> Result<(), String> {
+        let mut rng = resilix::random::SeededRandom::new(0);
+        self.twin
+            .real
+            .reconfigure(*config, &mut resilix::permit::Env::new(now, &mut rng))
+            .map_err(|e| format!("reconfigure to {config:?}: {e}"))?;
+        self.twin.model.reconfigure(config);
+        self.reconfigured += 1;
+        if self.twin.real.config() != *config {
+            return Err(format!(
+                "config in force {:?}, not {config:?}",
+                self.twin.real.config()
+            ));
+        }
+        self.twin.check(now)
+    }
+}
+
+impl Twin for ReconfiguringBucketTwin<'_> {
+    fn open(&self) -> usize {
+        self.twin.open()
+    }
+
+    fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
+        if self.one_in > 0 && !self.pool.is_empty() && rng.below(self.one_in) == 0 {
+            let config = self.pool[rng.below(self.pool.len() as u64) as usize];
+            self.reconfigure(&config, now)?;
+        }
+        self.twin.arrive(now, rng)
+    }
+
+    fn end(
+        &mut self,
+        now: Instant,
+        index: usize,
+        verdict: Option<Verdict>,
+        rng: &mut dyn Random,
+    ) -> Result<(), String> {
+        self.twin.end(now, index, verdict, rng)
+    }
+
+    fn check(&mut self, now: Instant) -> Result<(), String> {
+        let (balance, capacity) = (self.twin.real.balance(), self.twin.real.config().capacity);
+        if balance > capacity {
+            return Err(format!(
+                "balance {balance:?} above the capacity {capacity:?}"
+            ));
+        }
+        self.twin.check(now)
+    }
 }
 
 impl<R: RetryBudget + Books, M: BudgetModel> Twin for BudgetTwin<'_, R, M> {

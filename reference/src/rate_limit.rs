@@ -336,7 +336,10 @@ impl<'a> RateLimitTwin<'a> {
 
     /// Both reconfigure to `config` at `now`.
     pub fn reconfigure(&mut self, config: RateLimitConfig, now: Instant) -> Result<(), String> {
-        let real = self.real.reconfigure(config, now);
+        let mut rng = resilix::random::SeededRandom::new(0);
+        let real = self
+            .real
+            .reconfigure(config, &mut resilix::permit::Env::new(now, &mut rng));
         let model = self.model.reconfigure(config, now);
         match (real, model) {
             (Ok(()), Ok(())) => {

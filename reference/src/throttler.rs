@@ -26,6 +26,7 @@ use resilix::random::Random;
 use resilix::rejection::RejectReason;
 use resilix::throttler::{
     LocalRejections, Probability, Throttler, ThrottlerConfig, ThrottlerPermit,
+    ThrottlerReconfigureError,
 };
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
@@ -46,6 +47,9 @@ pub struct ThrottlerModel {
     local_rejections: LocalRejections,
     /// (requests, accepts) per bucket period.
     window: Periods,
+    buckets: usize,
+    /// `⌈window / buckets⌉`, at least 8 ns: what a reconfiguration may not change.
+    bucket_nanos: u128,
 }
 
 impl ThrottlerModel {
@@ -57,6 +61,12 @@ impl ThrottlerModel {
             min_requests: u64::from(config.min_requests),
             local_rejections: config.local_rejections,
             window: Periods::new(config.window, buckets),
+            buckets,
+            bucket_nanos: config
+                .window
+                .as_nanos()
+                .div_ceil(buckets.max(1) as u128)
+                .max(8),
         }
     }
 
@@ -83,6 +93,26 @@ impl ThrottlerModel {
         } else {
             (numerator as u64, denominator as u64)
         }
+    }
+
+    /// `Throttler::reconfigure`, single-threaded: K and the cap of `config` from now on, over
+    /// the same counts; a change of window (its bucket length, in plain `u128` nanoseconds),
+    /// of `local_rejections` or of `min_requests` is refused with the field's name. `config`
+    /// is one the real throttler accepts as a config.
+    pub fn reconfigure(&mut self, config: &ThrottlerConfig) -> Result<(), &'static str> {
+        let next = ThrottlerModel::new(config, self.buckets);
+        if next.bucket_nanos != self.bucket_nanos {
+            return Err("window");
+        }
+        if next.local_rejections != self.local_rejections {
+            return Err("local_rejections");
+        }
+        if next.min_requests != self.min_requests {
+            return Err("min_requests");
+        }
+        self.k_millionths = next.k_millionths;
+        self.cap_millionths = next.cap_millionths;
+        Ok(())
     }
 
     fn add(&mut self, now: Instant, requests: u64, accepts: u64) {
@@ -112,10 +142,20 @@ impl ThrottlerModel {
 }
 
 /// A real [`Throttler`] beside its [`ThrottlerModel`].
+///
+/// With [`with_reconfigurations`](Self::with_reconfigurations), one arrival in `one_in`
+/// first reconfigures both to a config drawn from a pool: the real one must accept exactly
+/// what the model accepts and refuse the rest with the same field.
 pub struct ThrottlerTwin<'a, const B: usize> {
     real: &'a Throttler<B>,
     model: ThrottlerModel,
     open: Vec<ThrottlerPermit<'a, B>>,
+    pool: Vec<ThrottlerConfig>,
+    reconfigure_one_in: u64,
+    /// Reconfigurations both accepted.
+    pub reconfigured: u64,
+    /// Reconfigurations both refused (a fixed field).
+    pub refused: u64,
 }
 
 impl<'a, const B: usize> ThrottlerTwin<'a, B> {
@@ -125,7 +165,37 @@ impl<'a, const B: usize> ThrottlerTwin<'a, B> {
             real,
             model: ThrottlerModel::new(config, B),
             open: Vec::new(),
+            pool: Vec::new(),
+            reconfigure_one_in: 0,
+            reconfigured: 0,
+            refused: 0,
         }
+    }
+
+    /// Reconfigures, before one arrival in `one_in`, to a config drawn from `pool` (each one
+    /// the real throttler accepts as a config).
+    pub fn with_reconfigurations(mut self, pool: Vec<ThrottlerConfig>, one_in: u64) -> Self {
+        self.pool = pool;
+        self.reconfigure_one_in = one_in;
+        self
+    }
+
+    /// Both reconfigure to `config` at `now`.
+    pub fn reconfigure(&mut self, config: &ThrottlerConfig, now: Instant) -> Result<(), String> {
+        let mut rng = resilix::random::SeededRandom::new(0);
+        let real = self.real.reconfigure(*config, &mut Env::new(now, &mut rng));
+        match (real, self.model.reconfigure(config)) {
+            (Ok(()), Ok(())) => self.reconfigured += 1,
+            (Err(ThrottlerReconfigureError::Fixed { field }), Err(f)) if field == f => {
+                self.refused += 1
+            }
+            (r, m) => {
+                return Err(format!(
+                    "reconfigure to {config:?}: real {r:?}, model {m:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The model (for sweeps that read it directly).
@@ -140,6 +210,13 @@ impl<const B: usize> Twin for ThrottlerTwin<'_, B> {
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
+        if self.reconfigure_one_in > 0
+            && !self.pool.is_empty()
+            && rng.below(self.reconfigure_one_in) == 0
+        {
+            let config = self.pool[rng.below(self.pool.len() as u64) as usize];
+            self.reconfigure(&config, now)?;
+        }
         let (n, d) = self.model.probability(now);
         let real_p = self.real.rejection_probability(now);
         if real_p != Probability::new(n, d) {

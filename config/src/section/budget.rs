@@ -389,7 +389,7 @@ fn field_of(e: &BudgetConfigError) -> &'static str {
     match e {
         E::EmptyWindow | E::WindowShorterThanBuckets => "window",
         E::NeverRetries | E::RatioAboveOne => "max_retry_permille",
-        E::ZeroCapacity => "capacity",
+        E::ZeroCapacity | E::CapacityAboveMax => "capacity",
         E::InitialAboveCapacity => "initial",
         E::ZeroCost => "retry_cost",
         E::FloorUnreachable => "floor",

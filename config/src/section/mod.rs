@@ -102,8 +102,9 @@ impl PipelineConfig {
     /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
     /// its state kept. A policy whose table changed only in settings it takes in place (of a
-    /// pipeline's, today the bulkhead's `max_concurrent` and the limiter's `min_limit` and
-    /// `max_limit`) is the previous policy too, reconfigured: its calls in flight are kept.
+    /// pipeline's, today the bulkhead's `max_concurrent`, the limiter's `min_limit` and
+    /// `max_limit`, and the throttler's `accepts_multiplier` and `max_rejection_rate`) is the
+    /// previous policy too, reconfigured: its calls in flight are kept.
     /// Every other policy is new. The retry policy holds no state of its own and is always
     /// rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
@@ -150,11 +151,24 @@ impl PipelineConfig {
             None => ConfiguredRetry::NONE,
             Some(r) => ConfiguredRetry::new(r.build(&join(path, "retry"), budgets)?),
         };
-        let throttler = slot(
-            &self.throttler,
-            previous.map(|(c, p)| (&c.throttler, p.throttler_ref())),
-            |s| s.build(&join(path, "throttler")),
-        )?;
+        let throttler_path = join(path, "throttler");
+        let live_throttler =
+            previous.and_then(|(c, p)| Some((c.throttler.as_ref()?, p.throttler_ref().as_ref()?)));
+        let throttler = match (&self.throttler, live_throttler) {
+            // Only K and the cap changed: the live throttler, its window kept.
+            (Some(s), Some((old, live))) if old != s && only_k_and_cap_differ(old, s) => {
+                // Validated as a fresh throttler would be, so its errors name their fields.
+                s.build(&throttler_path)?;
+                let (config, target) = (s.core_config(), Arc::clone(live));
+                pending.push(move |env| reconfigure_throttler(&target, config, env));
+                Some(Arc::clone(live))
+            }
+            _ => slot(
+                &self.throttler,
+                previous.map(|(c, p)| (&c.throttler, p.throttler_ref())),
+                |s| s.build(&throttler_path),
+            )?,
+        };
         let breaker = slot(
             &self.breaker,
             previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
@@ -289,6 +303,63 @@ pub(crate) fn reconfigure_ratio(
     use resilix::retry::budget::ratio::RatioReconfigureError;
     let Budget::Ratio(budget) = live else { return };
     while let Err(RatioReconfigureError::Busy) = budget.reconfigure(config, env) {
+        std::hint::spin_loop();
+    }
+}
+
+/// Whether two throttler tables mean configs that differ in K and the cap only: what a
+/// running throttler takes in place (`Throttler::reconfigure`).
+fn only_k_and_cap_differ(old: &ThrottlerSection, new: &ThrottlerSection) -> bool {
+    let plain = |c: resilix::throttler::ThrottlerConfig| resilix::throttler::ThrottlerConfig {
+        accepts_multiplier: 1.0,
+        max_rejection_rate: 0.0,
+        ..c
+    };
+    plain(old.core_config()) == plain(new.core_config())
+}
+
+/// Applies a throttler's new K and cap. The config was validated and the rest checked equal
+/// when the reload decided, so the only refusal left is another writer racing this one
+/// (`Busy`, held for a few stores): tried again until it is through.
+fn reconfigure_throttler(
+    live: &resilix::throttler::Throttler,
+    config: resilix::throttler::ThrottlerConfig,
+    env: &mut Env<'_, SeededRandom>,
+) {
+    use resilix::throttler::ThrottlerReconfigureError;
+    while let Err(ThrottlerReconfigureError::Busy) = live.reconfigure(config, env) {
+        std::hint::spin_loop();
+    }
+}
+
+/// A live token bucket that can take `section` in place (its table was `old`): any two token
+/// buckets (every setting of one changes in place, the balance carried over). `None`: build
+/// fresh.
+pub(crate) fn reconfigurable_bucket(
+    old: &BudgetSection,
+    live: &Arc<Budget>,
+    section: &BudgetSection,
+    path: &str,
+) -> Option<(Arc<Budget>, resilix::retry::budget::TokenBucketConfig)> {
+    let (Ok(BudgetCore::TokenBucket(_)), Ok(BudgetCore::TokenBucket(after))) =
+        (old.core_config(path), section.core_config(path))
+    else {
+        return None;
+    };
+    matches!(**live, Budget::TokenBucket(_)).then(|| (Arc::clone(live), after))
+}
+
+/// Applies a token bucket's new settings, retried while another writer holds it (`Busy`).
+pub(crate) fn reconfigure_bucket(
+    live: &Budget,
+    config: resilix::retry::budget::TokenBucketConfig,
+    env: &mut Env<'_, SeededRandom>,
+) {
+    use resilix::retry::budget::TokenBucketReconfigureError;
+    let Budget::TokenBucket(bucket) = live else {
+        return;
+    };
+    while let Err(TokenBucketReconfigureError::Busy) = bucket.reconfigure(config, env) {
         std::hint::spin_loop();
     }
 }

@@ -82,11 +82,12 @@ impl<const W: usize> Settings<W> {
         let slot = &self.slots[((before >> 1) & 1) as usize];
         let words = core::array::from_fn(|i| slot[i].load(Ordering::Acquire));
         let after = self.control.load(Ordering::Acquire);
-        // Swaps completed between the two loads (31-bit wrapping difference).
-        let swaps = (after >> 1).wrapping_sub(before >> 1) & (u32::MAX >> 1);
-        // None: the slot was not touched. One, with no writer now: the swap filled the other
-        // slot. Anything else: the second writer may have written this one.
-        if swaps == 0 || (swaps == 1 && after & WRITING == 0) {
+        // From the count at the first load (flag cleared), `after` may have moved by: 0 (the
+        // slot untouched), 1 (a writer took the flag: it fills the other slot) or 2 (that swap
+        // done, no writer now). Three or more: the second writer may have written this slot.
+        // One subtraction, wrapping with the count; on the hot path of every reader, where
+        // the flash counts.
+        if after.wrapping_sub(before & !WRITING) <= 2 {
             Ok(words)
         } else {
             Err(after)
@@ -161,7 +162,7 @@ pub struct SettingsWriter<'s, const W: usize> {
 impl<const W: usize> SettingsWriter<'_, W> {
     /// The block in force (stable: only this writer could change it): for a policy that
     /// derives its next block, or adjusts its state, from the one in force.
-    #[allow(dead_code)] // no policy derives one yet (the throttler's K and cap will)
+    #[allow(dead_code)] // no policy derives its next block from the one in force yet
     pub fn current(&self) -> [u32; W] {
         let slot = &self.settings.slots[((self.control >> 1) & 1) as usize];
         core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))

@@ -251,7 +251,8 @@ impl RateLimiter {
         self.current().2.emission_interval()
     }
 
-    /// Changes the rate and burst at `now`, keeping what the bucket holds.
+    /// Changes the rate and burst at `env.now`, keeping what the bucket holds, and emits
+    /// [`Event::PolicyReconfigured`] with [`PolicyKind::RateLimiter`].
     ///
     /// The cells in the bucket at `now` (with their fraction) carry over, capped at the new
     /// burst; from `now` the bucket refills at the new rate. Lowering the burst therefore never
@@ -263,6 +264,8 @@ impl RateLimiter {
     /// [`ReconfigureError::Busy`] instead of waiting (no lock is ever waited on).
     ///
     /// ```
+    /// use resilix::permit::Env;
+    /// use resilix::random::SeededRandom;
     /// use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
     /// use resilix::time::Instant;
     ///
@@ -271,15 +274,21 @@ impl RateLimiter {
     /// for _ in 0..4 {
     ///     l.try_acquire(now).unwrap();
     /// }
-    /// l.reconfigure(RateLimitConfig::new(Rate::per_second(5)), now).unwrap();
+    /// let mut rng = SeededRandom::new(1);
+    /// l.reconfigure(RateLimitConfig::new(Rate::per_second(5)), &mut Env::new(now, &mut rng))
+    ///     .unwrap();
     /// assert_eq!(l.burst(), 5);
     /// assert_eq!(l.available(now), 5, "6 cells carried over, capped at the new burst");
     /// ```
-    pub fn reconfigure(
+    ///
+    /// [`Event::PolicyReconfigured`]: crate::observe::Event::PolicyReconfigured
+    /// [`PolicyKind::RateLimiter`]: crate::observe::PolicyKind::RateLimiter
+    pub fn reconfigure<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         config: RateLimitConfig,
-        now: Instant,
+        env: &mut Env<'_, R, O>,
     ) -> Result<(), ReconfigureError> {
+        let now = env.now;
         let next = Gcra::new(&config).map_err(ReconfigureError::Config)?;
         if self
             .reconfiguring
@@ -314,6 +323,7 @@ impl RateLimiter {
             }
         }
         self.reconfiguring.store(false, Ordering::Release);
+        crate::control::emit_reconfigured(crate::observe::PolicyKind::RateLimiter, env);
         Ok(())
     }
 }

@@ -17,6 +17,16 @@ fn limiter(burst: u32) -> RateLimiter {
     RateLimiter::new(RateLimitConfig::new(Rate::one_every(T)).with_burst(burst)).unwrap()
 }
 
+/// Reconfigures `l` at `now`, with no observer.
+fn reconfigure(
+    l: &RateLimiter,
+    config: RateLimitConfig,
+    now: Instant,
+) -> Result<(), ReconfigureError> {
+    let mut rng = SeededRandom::new(0);
+    l.reconfigure(config, &mut Env::new(now, &mut rng))
+}
+
 fn at(cells: u64) -> Instant {
     Instant::from_secs(1_000) + S * cells as u32
 }
@@ -122,15 +132,20 @@ fn reconfiguration_carries_cells_over() {
     let now = at(0);
     l.try_acquire_n(now, 4).unwrap();
     // Lower burst: six cells left, capped at three. Never a refill.
-    l.reconfigure(RateLimitConfig::new(Rate::one_every(T)).with_burst(3), now)
-        .unwrap();
+    reconfigure(
+        &l,
+        RateLimitConfig::new(Rate::one_every(T)).with_burst(3),
+        now,
+    )
+    .unwrap();
     assert_eq!(l.burst(), 3);
     assert_eq!(l.available(now), 3);
     l.try_acquire_n(now, 3).unwrap();
     assert_eq!(l.available(now), 0);
     // Raise burst and slow the rate: zero cells stay zero, refill at the new rate.
     let slow = T * 4;
-    l.reconfigure(
+    reconfigure(
+        &l,
         RateLimitConfig::new(Rate::one_every(slow)).with_burst(8),
         now,
     )
@@ -145,7 +160,7 @@ fn reconfiguration_carries_cells_over() {
     assert!(l.try_acquire(now + stored).is_ok());
     // An invalid config changes nothing.
     assert_eq!(
-        l.reconfigure(RateLimitConfig::new(Rate::per_second(0)), now),
+        reconfigure(&l, RateLimitConfig::new(Rate::per_second(0)), now),
         Err(ReconfigureError::Config(RateLimitConfigError::ZeroRate))
     );
     assert_eq!(l.burst(), 8);
@@ -157,7 +172,8 @@ fn a_partial_cell_carries_over_too() {
     let now = at(0);
     l.try_acquire(now).unwrap();
     let half = now + S / 2;
-    l.reconfigure(
+    reconfigure(
+        &l,
         RateLimitConfig::new(Rate::one_every(T * 2)).with_burst(1),
         half,
     )
@@ -177,7 +193,7 @@ fn a_concurrent_reconfiguration_is_refused_not_waited_on() {
     l.reconfiguring_flag()
         .store(true, crate::sync::Ordering::Release);
     assert_eq!(
-        l.reconfigure(RateLimitConfig::new(Rate::one_every(T)), at(0)),
+        reconfigure(&l, RateLimitConfig::new(Rate::one_every(T)), at(0)),
         Err(ReconfigureError::Busy)
     );
 }
@@ -358,4 +374,42 @@ fn the_supported_range_is_held_and_what_lies_outside_is_named() {
     let huge = excess(Rate::per_second(1), u32::MAX).unwrap_err();
     assert_eq!(huge, RateLimitConfigError::BurstTooLarge);
     assert!(text(huge).contains("2^30"), "{huge}");
+}
+
+#[test]
+fn a_reconfiguration_is_an_event_and_a_refused_one_is_not() {
+    extern crate std;
+    use crate::observe::{Event, Observer, PolicyKind};
+    use core::cell::RefCell;
+    struct Log(RefCell<std::vec::Vec<Event>>);
+    impl Observer for Log {
+        fn on_event(&self, e: &Event) {
+            self.0.borrow_mut().push(*e);
+        }
+    }
+    let l = limiter(2);
+    let log = Log(RefCell::new(std::vec::Vec::new()));
+    let mut rng = SeededRandom::new(1);
+    let mut env = Env::new(at(3), &mut rng).with_observer(&log);
+    l.reconfigure(
+        RateLimitConfig::new(Rate::one_every(T)).with_burst(5),
+        &mut env,
+    )
+    .unwrap();
+    let refused = l.reconfigure(RateLimitConfig::new(Rate::per_second(0)), &mut env);
+    assert_eq!(
+        refused,
+        Err(ReconfigureError::Config(RateLimitConfigError::ZeroRate))
+    );
+    l.reconfiguring_flag()
+        .store(true, crate::sync::Ordering::Release);
+    let busy = l.reconfigure(RateLimitConfig::new(Rate::one_every(T)), &mut env);
+    assert_eq!(busy, Err(ReconfigureError::Busy));
+    assert_eq!(
+        log.0.into_inner(),
+        [Event::PolicyReconfigured {
+            policy: PolicyKind::RateLimiter,
+            at: at(3)
+        }]
+    );
 }

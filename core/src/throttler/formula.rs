@@ -115,27 +115,57 @@ pub(crate) struct Formula {
 }
 
 impl Formula {
+    /// K and the cap as the three words of the throttler's settings block: K's low and
+    /// high halves (K is stored to a millionth in 64 bits, an infinite K saturating), then the
+    /// cap (below 10^6). `min_requests` is not in the block: it cannot change in place.
+    pub(crate) const fn words(&self) -> [u32; 3] {
+        [
+            self.k_millionths as u32,
+            (self.k_millionths >> 32) as u32,
+            self.max_rejection_millionths as u32,
+        ]
+    }
+
+    /// The formula of a settings block ([`words`](Self::words)) and `min_requests`.
+    #[inline(always)]
+    pub(crate) const fn from_words([k_low, k_high, cap]: [u32; 3], min_requests: u32) -> Formula {
+        Formula {
+            k_millionths: (k_high as u64) << 32 | k_low as u64,
+            max_rejection_millionths: cap as u64,
+            min_requests,
+        }
+    }
+
     /// `max(0, (requests − K·accepts) / (requests + 1))`, capped at the maximum rejection
     /// rate, and zero while the window holds fewer than `min_requests` requests.
+    ///
+    /// In `u64` throughout (K and the cap are words read at run time, so no constant folds
+    /// them away, and 128-bit products cost flash on 32-bit targets): every quantity below is
+    /// under 2^52, and K·accepts saturates only where its exact value would shed nothing.
     pub(crate) const fn probability(&self, requests: u32, accepts: u32) -> Probability {
         if requests < self.min_requests {
             return Probability::ZERO;
         }
-        // Scaled by 10^6 so K keeps its fraction; u128 so K·accepts never overflows.
-        let scaled_requests = requests as u128 * MILLION as u128;
-        let weighted_accepts = self.k_millionths as u128 * accepts as u128;
-        if scaled_requests <= weighted_accepts {
+        // Scaled by 10^6 so K keeps its fraction.
+        let excess = requests as u64 * MILLION;
+        let weighted = self.k_millionths.saturating_mul(accepts as u64);
+        if excess <= weighted {
             return Probability::ZERO;
         }
-        // Both below 2^32 × 10^6 < 2^52: they fit in u64.
-        let numerator = (scaled_requests - weighted_accepts) as u64;
-        let denominator = (requests as u64 + 1) * MILLION;
-        let capped = numerator as u128 * MILLION as u128
-            > self.max_rejection_millionths as u128 * denominator as u128;
-        if capped {
-            Probability::new(self.max_rejection_millionths, MILLION)
+        let numerator = excess - weighted;
+        // P = numerator / (units · 10^6), so P > cap / 10^6 exactly when numerator > cap · units.
+        let units = requests as u64 + 1;
+        // Both fractions are at most one over a denominator above zero: no clamp to apply.
+        if numerator > self.max_rejection_millionths * units {
+            Probability {
+                numerator: self.max_rejection_millionths,
+                denominator: MILLION,
+            }
         } else {
-            Probability::new(numerator, denominator)
+            Probability {
+                numerator,
+                denominator: units * MILLION,
+            }
         }
     }
 }

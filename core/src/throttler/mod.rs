@@ -102,9 +102,11 @@
 pub(crate) mod config;
 mod control;
 mod formula;
+mod reconfigure;
 
 pub use config::{LocalRejections, ThrottlerConfig, ThrottlerConfigError};
 pub use formula::Probability;
+pub use reconfigure::ThrottlerReconfigureError;
 
 use formula::Formula;
 
@@ -112,6 +114,7 @@ use crate::observe::Observer;
 use crate::permit::{Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
+use crate::settings::Settings;
 use crate::time::Instant;
 use crate::verdict::Verdict;
 use crate::window::{MIN_BUCKET_NANOS, RunningWindow};
@@ -122,10 +125,14 @@ const ACCEPTS: usize = 1;
 /// The SRE client-side throttler over a window of `BUCKETS` time buckets (default 20).
 ///
 /// `Sync` and lock-free: one instance per upstream, shared by every caller. See the
-/// [module docs](self) for what is counted and the steady states.
+/// [module docs](self) for what is counted and the steady states. K and the cap change in
+/// place, keeping the window: [`Throttler::reconfigure`].
 #[derive(Debug)]
 pub struct Throttler<const BUCKETS: usize = 20> {
-    formula: Formula,
+    /// K and the cap (`Formula::words`), read together once per admit and replaced together
+    /// by [`Throttler::reconfigure`].
+    settings: Settings<3>,
+    min_requests: u32,
     local_rejections: LocalRejections,
     window: RunningWindow<BUCKETS, 2>,
 }
@@ -188,30 +195,48 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
         /// # Ok::<(), resilix::throttler::ThrottlerConfigError>(())
         /// ```
         pub fn with_buckets(config: ThrottlerConfig) -> Result<Self, ThrottlerConfigError> {
-            if BUCKETS == 0 {
-                return Err(ThrottlerConfigError::ZeroBuckets);
-            }
-            let formula = match config.formula() {
+            let formula = match Self::check(&config) {
                 Ok(f) => f,
                 Err(e) => return Err(e),
             };
-            if crate::time::duration_as_nanos_saturating(config.window)
-                < (BUCKETS as u64).saturating_mul(MIN_BUCKET_NANOS)
-            {
-                return Err(ThrottlerConfigError::WindowShorterThanBuckets);
-            }
             Ok(Throttler {
-                formula,
+                settings: Settings::new(formula.words()),
+                min_requests: formula.min_requests,
                 local_rejections: config.local_rejections,
                 window: RunningWindow::new(config.window),
             })
         }
     }
 
+    /// Every rule a config must meet for `BUCKETS` buckets; its formula if it does.
+    const fn check(config: &ThrottlerConfig) -> Result<Formula, ThrottlerConfigError> {
+        if BUCKETS == 0 {
+            return Err(ThrottlerConfigError::ZeroBuckets);
+        }
+        let formula = match config.formula() {
+            Ok(f) => f,
+            Err(e) => return Err(e),
+        };
+        if crate::time::duration_as_nanos_saturating(config.window)
+            < (BUCKETS as u64).saturating_mul(MIN_BUCKET_NANOS)
+        {
+            return Err(ThrottlerConfigError::WindowShorterThanBuckets);
+        }
+        Ok(formula)
+    }
+
     /// The probability with which a call admitted at `now` would be shed.
     pub fn rejection_probability(&self, now: Instant) -> Probability {
+        // One settings read per decision: K and the cap of one configuration, never a mix.
+        let formula = self.formula();
         let totals = self.window.totals(now);
-        self.formula.probability(totals[REQUESTS], totals[ACCEPTS])
+        formula.probability(totals[REQUESTS], totals[ACCEPTS])
+    }
+
+    /// The formula in force.
+    #[inline(always)]
+    fn formula(&self) -> Formula {
+        Formula::from_words(self.settings.read(), self.min_requests)
     }
 
     /// `(requests, accepts)` in the window ending at `now` (a snapshot, for metrics).

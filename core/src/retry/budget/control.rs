@@ -6,12 +6,12 @@ use crate::control::emit_reset;
 use crate::observe::{Observer, PolicyKind};
 use crate::permit::Env;
 use crate::random::Random;
-use crate::sync::Ordering;
 
 impl TokenBucket {
-    /// Puts the configured initial balance back ([`TokenBucketConfig::initial`], what a new
-    /// bucket holds), forgetting every deposit and withdrawal. One store: every spend racing
-    /// with it lands wholly before (and is forgotten) or wholly after. Emits
+    /// Puts the configured initial balance back ([`TokenBucketConfig::initial`] of the config
+    /// in force, what a new bucket built from it holds), forgetting every deposit and
+    /// withdrawal. One compare-and-swap: every spend racing with it lands wholly before (and
+    /// is forgotten) or wholly after. Emits
     /// [`Event::PolicyReset`].
     ///
     /// ```
@@ -32,8 +32,7 @@ impl TokenBucket {
     /// [`TokenBucketConfig::initial`]: super::TokenBucketConfig::initial
     /// [`Event::PolicyReset`]: crate::observe::Event::PolicyReset
     pub fn reset<R: Random + ?Sized, O: Observer + ?Sized>(&self, env: &mut Env<'_, R, O>) {
-        self.balance
-            .store(self.config.initial.as_milli(), Ordering::Release);
+        self.reset_balance();
         emit_reset(PolicyKind::RetryBudget, env);
     }
 }

@@ -44,7 +44,9 @@ pub mod token_bucket;
 pub use circuit::{RetryBreaker, RetryBreakerConfig};
 pub use keyed::{ForKey, KeyedBudget, KeyedBudgetError, PER_KEY_DEFAULT};
 pub use ratio::{RatioBudget, RatioBudgetConfig};
-pub use token_bucket::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};
+pub use token_bucket::{
+    Charge, RetrySuccess, TokenBucket, TokenBucketConfig, TokenBucketReconfigureError, Tokens,
+};
 
 use core::fmt;
 
@@ -160,6 +162,9 @@ pub enum BudgetConfigError {
     ZeroCapacity,
     /// A token bucket that starts with more tokens than it can hold.
     InitialAboveCapacity,
+    /// A token bucket whose capacity is above [`TokenBucketConfig::MAX_CAPACITY`]
+    /// (2,147,483.647 tokens).
+    CapacityAboveMax,
     /// A retry cost of zero: nothing would ever be spent (use `Unlimited` for that).
     ZeroCost,
     /// The floor plus the cheapest retry exceeds the capacity: no retry could ever be granted.
@@ -195,6 +200,10 @@ impl fmt::Display for BudgetConfigError {
             BudgetConfigError::ZeroCapacity => "the token bucket's capacity must be above zero",
             BudgetConfigError::InitialAboveCapacity => {
                 "the token bucket must not start with more tokens than its capacity"
+            }
+            BudgetConfigError::CapacityAboveMax => {
+                "the token bucket's capacity must be at most 2147483.647 tokens (gRPC A6 allows \
+                 at most 1000, the AWS SDK uses 500)"
             }
             BudgetConfigError::ZeroCost => {
                 "a retry must cost some tokens (use Unlimited for a budget that never refuses)"

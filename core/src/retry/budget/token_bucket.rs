@@ -2,14 +2,24 @@
 //! floor retries stop. Brooker's adaptive retries, gRPC A6 retry throttling and the AWS SDK
 //! retry quota are three settings of it.
 //!
-//! The balance is a count of thousandths of a token in one `AtomicU32`, updated by
+//! The balance is a count of thousandths of a token in 31 bits of one `AtomicU32`, updated by
 //! compare-and-swap: the accounting is exact integer arithmetic (no float drift, no FPU), a
 //! concurrent withdrawal can never overspend, and 32-bit targets update it natively. gRPC A6
 //! itself keeps three decimals of `maxTokens` and `tokenRatio`, so thousandths lose nothing.
 //! The decision is a pure function of (balance, cost, floor); the atomic only stores it.
+//!
+//! **Reconfiguration** ([`TokenBucket::reconfigure`]) is the rate limiter's design: the
+//! settings live in two slots, and bit 31 of the balance word names the slot in force, so every
+//! spend and deposit reads its settings from the slot its own word names and its
+//! compare-and-swap fails if a reconfiguration moved the word meanwhile. The switch (slot and
+//! balance carried over, clamped to the new capacity) is one compare-and-swap: no decision
+//! pairs the old settings with the new balance or the reverse. (A caller that read the old
+//! slot, stalled through two reconfigurations and found the word bit-for-bit unchanged could
+//! decide once with a half-written slot: the one ABA this design admits, as the rate
+//! limiter's does.)
 
 use crate::retry::budget::{BudgetConfigError, RetryBudget};
-use crate::sync::{AtomicU32, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
 
@@ -84,7 +94,7 @@ pub enum RetrySuccess {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct TokenBucketConfig {
-    /// The most the bucket holds.
+    /// The most the bucket holds: at most [`TokenBucketConfig::MAX_CAPACITY`].
     pub capacity: Tokens,
     /// What it holds at construction.
     pub initial: Tokens,
@@ -168,9 +178,17 @@ impl TokenBucketConfig {
         })
     }
 
+    /// The largest capacity a bucket takes: 2^31 − 1 thousandths (2,147,483.647 tokens). The
+    /// balance word's top bit names the settings slot in force (see the [module
+    /// docs](self)); gRPC A6 caps `maxTokens` at 1000 and the AWS SDK's quota is 500.
+    pub const MAX_CAPACITY: Tokens = Tokens(BALANCE);
+
     const fn validate(&self) -> Result<(), BudgetConfigError> {
         if self.capacity.0 == 0 {
             return Err(BudgetConfigError::ZeroCapacity);
+        }
+        if self.capacity.0 > BALANCE {
+            return Err(BudgetConfigError::CapacityAboveMax);
         }
         if self.initial.0 > self.capacity.0 {
             return Err(BudgetConfigError::InitialAboveCapacity);
@@ -188,11 +206,159 @@ impl TokenBucketConfig {
         }
         Ok(())
     }
+}
 
-    const fn cost(&self, after: VerdictKind) -> u32 {
+/// Bits 0–30 of the balance word: the balance in thousandths. Bit 31: the slot in force.
+const BALANCE: u32 = u32::MAX >> 1;
+/// The flag bit in a slot's capacity word ([`Charge::EveryFailure`]) and floor word
+/// ([`RetrySuccess::RefundCost`]); both values stay below 2^31 (capacity by validation, the
+/// floor because floor + cost ≤ capacity).
+const FLAG: u32 = 1 << 31;
+
+/// One of the two settings a balance word can name: a [`TokenBucketConfig`] in seven words,
+/// each read only by the operations that need it.
+#[derive(Debug)]
+struct Slot {
+    /// The capacity, with [`FLAG`] for [`Charge::EveryFailure`].
+    capacity: AtomicU32,
+    initial: AtomicU32,
+    retry_cost: AtomicU32,
+    timeout_retry_cost: AtomicU32,
+    first_try_success: AtomicU32,
+    /// The deposit of [`RetrySuccess::Deposit`] (zero for `RefundCost`).
+    retry_deposit: AtomicU32,
+    /// The floor, with [`FLAG`] for [`RetrySuccess::RefundCost`].
+    floor: AtomicU32,
+}
+
+/// A config as a slot's seven words, in [`Slot`]'s field order.
+const fn words(c: &TokenBucketConfig) -> [u32; 7] {
+    let every_failure = matches!(c.charge, Charge::EveryFailure);
+    let (retry_deposit, refund) = match c.retry_success {
+        RetrySuccess::Deposit(t) => (t.0, false),
+        RetrySuccess::RefundCost => (0, true),
+    };
+    [
+        c.capacity.0 | if every_failure { FLAG } else { 0 },
+        c.initial.0,
+        c.retry_cost.0,
+        c.timeout_retry_cost.0,
+        c.first_try_success.0,
+        retry_deposit,
+        c.floor.0 | if refund { FLAG } else { 0 },
+    ]
+}
+
+// The slot's words are read after an `Acquire` load of the balance word that names the slot
+// (or of a later read-modify-write in its release sequence), which synchronises with the
+// reconfiguration's compare-and-swap that wrote the slot before naming it: Relaxed loads see
+// the slot as written (the rate limiter's `Slot::load` argument, word for word).
+impl Slot {
+    crate::sync::const_fn_unless_loom! {
+        fn new(c: &TokenBucketConfig) -> Self {
+            let [capacity, initial, retry_cost, timeout_retry_cost, first_try_success, retry_deposit, floor] =
+                words(c);
+            Slot {
+                capacity: AtomicU32::new(capacity),
+                initial: AtomicU32::new(initial),
+                retry_cost: AtomicU32::new(retry_cost),
+                timeout_retry_cost: AtomicU32::new(timeout_retry_cost),
+                first_try_success: AtomicU32::new(first_try_success),
+                retry_deposit: AtomicU32::new(retry_deposit),
+                floor: AtomicU32::new(floor),
+            }
+        }
+    }
+
+    fn store(&self, c: &TokenBucketConfig) {
+        let w = words(c);
+        for (word, value) in self.fields().into_iter().zip(w) {
+            word.store(value, Ordering::Relaxed);
+        }
+    }
+
+    fn fields(&self) -> [&AtomicU32; 7] {
+        [
+            &self.capacity,
+            &self.initial,
+            &self.retry_cost,
+            &self.timeout_retry_cost,
+            &self.first_try_success,
+            &self.retry_deposit,
+            &self.floor,
+        ]
+    }
+
+    /// The whole config (for `config()`, off the hot path).
+    fn load(&self) -> TokenBucketConfig {
+        let [
+            capacity,
+            initial,
+            retry_cost,
+            timeout_retry_cost,
+            first_try_success,
+            retry_deposit,
+            floor,
+        ] = self.fields().map(|w| w.load(Ordering::Relaxed));
+        TokenBucketConfig {
+            capacity: Tokens(capacity & BALANCE),
+            initial: Tokens(initial),
+            retry_cost: Tokens(retry_cost),
+            timeout_retry_cost: Tokens(timeout_retry_cost),
+            first_try_success: Tokens(first_try_success),
+            retry_success: if floor & FLAG != 0 {
+                RetrySuccess::RefundCost
+            } else {
+                RetrySuccess::Deposit(Tokens(retry_deposit))
+            },
+            floor: Tokens(floor & BALANCE),
+            charge: if capacity & FLAG != 0 {
+                Charge::EveryFailure
+            } else {
+                Charge::GrantedRetry
+            },
+        }
+    }
+
+    #[inline(always)]
+    fn capacity(&self) -> u32 {
+        self.capacity.load(Ordering::Relaxed) & BALANCE
+    }
+
+    #[inline(always)]
+    fn charges_every_failure(&self) -> bool {
+        self.capacity.load(Ordering::Relaxed) & FLAG != 0
+    }
+
+    #[inline(always)]
+    fn charge(&self) -> Charge {
+        if self.charges_every_failure() {
+            Charge::EveryFailure
+        } else {
+            Charge::GrantedRetry
+        }
+    }
+
+    #[inline(always)]
+    fn floor(&self) -> u32 {
+        self.floor.load(Ordering::Relaxed) & BALANCE
+    }
+
+    #[inline(always)]
+    fn cost(&self, after: VerdictKind) -> u32 {
         match after {
-            VerdictKind::Timeout => self.timeout_retry_cost.0,
-            _ => self.retry_cost.0,
+            VerdictKind::Timeout => self.timeout_retry_cost.load(Ordering::Relaxed),
+            _ => self.retry_cost.load(Ordering::Relaxed),
+        }
+    }
+
+    /// What a success gives back: the first try's deposit, the retry's, or its cost.
+    #[inline(always)]
+    fn success_amount(&self, retried_after: Option<VerdictKind>) -> u32 {
+        match retried_after {
+            None => self.first_try_success.load(Ordering::Relaxed),
+            Some(kind) if self.floor.load(Ordering::Relaxed) & FLAG != 0 => self.cost(kind),
+            Some(_) => self.retry_deposit.load(Ordering::Relaxed),
         }
     }
 }
@@ -214,6 +380,7 @@ const fn deposit(balance: u32, amount: u32, capacity: u32) -> u32 {
 }
 
 /// A retry token bucket. See the [module docs](self) and [`TokenBucketConfig`]'s presets.
+/// Every setting changes in place, the balance carried over: [`TokenBucket::reconfigure`].
 ///
 /// ```
 /// use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig};
@@ -229,8 +396,11 @@ const fn deposit(balance: u32, amount: u32, capacity: u32) -> u32 {
 /// ```
 #[derive(Debug)]
 pub struct TokenBucket {
-    pub(super) balance: AtomicU32,
-    pub(super) config: TokenBucketConfig,
+    /// Bit 31: the slot in force. Bits 0–30: the balance in thousandths.
+    balance: AtomicU32,
+    slots: [Slot; 2],
+    /// Held by the one reconfiguration running (the only writer of the slot bit).
+    reconfiguring: AtomicBool,
 }
 
 /// [`TokenBucket::aws_sdk_standard`].
@@ -247,7 +417,11 @@ impl TokenBucket {
             if let Err(e) = config.validate() {
                 return Err(e);
             }
-            Ok(TokenBucket { balance: AtomicU32::new(config.initial.0), config })
+            Ok(TokenBucket {
+                balance: AtomicU32::new(config.initial.0),
+                slots: [Slot::new(&config), Slot::new(&config)],
+                reconfiguring: AtomicBool::new(false),
+            })
         }
     }
 
@@ -270,70 +444,82 @@ impl TokenBucket {
 
     /// The balance now (a snapshot).
     pub fn balance(&self) -> Tokens {
-        Tokens(self.balance.load(Ordering::Acquire))
+        Tokens(self.balance.load(Ordering::Acquire) & BALANCE)
     }
 
-    /// The settings.
-    pub const fn config(&self) -> &TokenBucketConfig {
-        &self.config
+    /// The settings in force (a snapshot: a reconfiguration may replace them at any time).
+    pub fn config(&self) -> TokenBucketConfig {
+        let word = self.balance.load(Ordering::Acquire);
+        self.slot(word).load()
     }
 
-    fn charge_only(&self, after: VerdictKind) {
-        let cost = self.config.cost(after);
-        let _ = self
-            .balance
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some(b.saturating_sub(cost))
-            });
+    /// Puts the initial balance of the config in force back, keeping the slot bit.
+    pub(super) fn reset_balance(&self) {
+        self.update(|_, slot| Some(slot.initial.load(Ordering::Relaxed)));
     }
 
-    fn add(&self, amount: u32) {
-        let capacity = self.config.capacity.0;
-        let _ = self
-            .balance
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some(deposit(b, amount, capacity))
-            });
+    /// The slot a balance word names.
+    #[inline(always)]
+    fn slot(&self, word: u32) -> &Slot {
+        &self.slots[(word >> 31) as usize]
+    }
+
+    /// One compare-and-swap loop for every change of the balance: `rule` maps the balance
+    /// and the slot its word names to the next balance, or `None` for no change. The slot
+    /// bit is kept, so a reconfiguration that moved the word makes the swap fail and `rule`
+    /// run again under the new slot.
+    #[inline(always)]
+    fn update(&self, mut rule: impl FnMut(u32, &Slot) -> Option<u32>) {
+        let mut word = self.balance.load(Ordering::Acquire);
+        loop {
+            let Some(next) = rule(word & BALANCE, self.slot(word)) else {
+                return;
+            };
+            // AcqRel: a change is ordered after the one it builds on.
+            match self.balance.compare_exchange_weak(
+                word,
+                (word & !BALANCE) | next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => word = actual,
+            }
+        }
     }
 }
+
+#[path = "token_bucket_reconfigure.rs"]
+mod reconfigure;
+pub use reconfigure::TokenBucketReconfigureError;
 
 impl RetryBudget for TokenBucket {
     fn record_first_attempt(&self, _now: Instant) {}
 
     fn try_spend(&self, _now: Instant, after: VerdictKind) -> bool {
-        let (cost, floor, charge) = (
-            self.config.cost(after),
-            self.config.floor.0,
-            self.config.charge,
-        );
         let mut granted = false;
-        // The closure may run several times under contention; only the run whose
-        // compare-and-swap lands decides `granted`.
-        let _ = self
-            .balance
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                let (after, ok) = spend(b, cost, floor, charge);
-                granted = ok;
-                if after == b { None } else { Some(after) }
-            });
+        // The rule may run several times under contention; only the run whose
+        // compare-and-swap lands (or that changes nothing) decides `granted`.
+        self.update(|b, slot| {
+            let (next, ok) = spend(b, slot.cost(after), slot.floor(), slot.charge());
+            granted = ok;
+            (next != b).then_some(next)
+        });
         granted
     }
 
     fn record_unretried_failure(&self, _now: Instant, after: VerdictKind) {
-        if let Charge::EveryFailure = self.config.charge {
-            self.charge_only(after);
-        }
+        self.update(|b, slot| {
+            let charged = slot.charges_every_failure() && b != 0;
+            charged.then(|| b.saturating_sub(slot.cost(after)))
+        });
     }
 
     fn record_success(&self, _now: Instant, retried_after: Option<VerdictKind>) {
-        let amount = match (retried_after, self.config.retry_success) {
-            (None, _) => self.config.first_try_success.0,
-            (Some(_), RetrySuccess::Deposit(t)) => t.0,
-            (Some(kind), RetrySuccess::RefundCost) => self.config.cost(kind),
-        };
-        if amount != 0 {
-            self.add(amount);
-        }
+        self.update(|b, slot| {
+            let next = deposit(b, slot.success_amount(retried_after), slot.capacity());
+            (next != b).then_some(next)
+        });
     }
 }
 
@@ -524,10 +710,11 @@ mod tests {
 
     #[test]
     fn extreme_amounts_saturate() {
+        let max = TokenBucketConfig::MAX_CAPACITY;
         let huge = TokenBucketConfig {
-            capacity: Tokens::milli(u32::MAX),
-            initial: Tokens::milli(u32::MAX),
-            retry_cost: Tokens::milli(u32::MAX),
+            capacity: max,
+            initial: max,
+            retry_cost: max,
             timeout_retry_cost: Tokens::milli(1),
             first_try_success: Tokens::milli(u32::MAX),
             retry_success: RetrySuccess::RefundCost,
@@ -535,12 +722,63 @@ mod tests {
             charge: Charge::EveryFailure,
         };
         let b = TokenBucket::new(huge).unwrap();
+        // A deposit of u32::MAX onto a full bucket stops at the capacity, below the slot bit.
         b.record_success(NOW, None);
-        assert_eq!(b.balance(), Tokens::milli(u32::MAX));
+        assert_eq!(b.balance(), max);
+        assert_eq!(b.config(), huge, "the slot bit untouched");
         assert!(b.try_spend(NOW, T));
         assert!(!b.try_spend(NOW, T));
         assert!(!b.try_spend(NOW, VerdictKind::Timeout));
+        // A cost of u32::MAX drains a full bucket to zero, never below.
+        let dearest = TokenBucket::new(TokenBucketConfig {
+            retry_cost: Tokens::milli(u32::MAX),
+            ..huge
+        })
+        .unwrap();
+        dearest.record_unretried_failure(NOW, T);
+        assert_eq!(dearest.balance(), Tokens::ZERO);
+        assert_eq!(dearest.config().charge, Charge::EveryFailure);
         assert_eq!(Tokens::whole(u32::MAX), Tokens::milli(u32::MAX));
+    }
+
+    #[test]
+    fn a_capacity_above_the_balance_word_is_refused() {
+        let above = TokenBucketConfig {
+            capacity: Tokens::milli(TokenBucketConfig::MAX_CAPACITY.as_milli() + 1),
+            ..TokenBucketConfig::AWS_SDK_STANDARD
+        };
+        assert_eq!(
+            TokenBucket::new(above).err(),
+            Some(BudgetConfigError::CapacityAboveMax)
+        );
+        assert_eq!(
+            TokenBucketConfig::MAX_CAPACITY,
+            Tokens::milli((1 << 31) - 1)
+        );
+    }
+
+    #[test]
+    fn every_config_reads_back_whole_from_its_slot() {
+        let presets = [
+            TokenBucketConfig::AWS_SDK_STANDARD,
+            TokenBucketConfig::BROOKER_2022,
+            TokenBucketConfig::GRPC_A6_EXAMPLE,
+        ];
+        for c in presets {
+            assert_eq!(TokenBucket::new(c).unwrap().config(), c);
+            let flipped = TokenBucketConfig {
+                charge: match c.charge {
+                    Charge::EveryFailure => Charge::GrantedRetry,
+                    Charge::GrantedRetry => Charge::EveryFailure,
+                },
+                retry_success: match c.retry_success {
+                    RetrySuccess::RefundCost => RetrySuccess::Deposit(Tokens::milli(7)),
+                    RetrySuccess::Deposit(_) => RetrySuccess::RefundCost,
+                },
+                ..c
+            };
+            assert_eq!(TokenBucket::new(flipped).unwrap().config(), flipped);
+        }
     }
 
     #[test]
