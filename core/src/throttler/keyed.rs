@@ -34,7 +34,7 @@ fn is_idle<const B: usize>(t: &Throttler<B>, now: Instant) -> bool {
 /// all with one configuration, plus one shared **overflow** throttler. No heap: the memory is
 /// fixed by `N` and `B`, whatever the traffic: one entry (a `Throttler<B>` and a 12-byte tag
 /// holding its key) per key, plus the overflow throttler. On 64-bit targets an entry is
-/// `8 × B + 96` bytes: 256 with the default 20 buckets, 128 with 4 (`memory_per_key` in the
+/// `8 × B + 104` bytes: 264 with the default 20 buckets, 136 with 4 (`memory_per_key` in the
 /// tests pins both). `N = 0` does not compile. Construction is not `const` (each entry keeps
 /// its own copy of the configuration, so a key's decisions read one entry only): build the
 /// table in `main` or a once-cell and share a reference.
