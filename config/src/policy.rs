@@ -56,8 +56,8 @@ impl ConfiguredBreaker {
         each_breaker!(self, b => b.state())
     }
 
-    /// The configuration, as validated.
-    pub fn config(&self) -> &resilix::breaker::Config {
+    /// The configuration in force (see `Breaker::config`).
+    pub fn config(&self) -> resilix::breaker::Config {
         each_breaker!(self, b => b.config())
     }
 
