@@ -69,8 +69,8 @@ impl<W> Slot for Entry<W> {
 /// A fixed table of up to `N` breakers, one per key, all with one configuration and window
 /// shape, plus one shared **overflow** breaker. No heap: the memory is fixed by `N` and `W`,
 /// whatever the traffic: one entry (a [`Breaker`] and a 12-byte tag holding its key) per key,
-/// plus the overflow breaker. On 64-bit targets an entry is 392 bytes with the default
-/// ten-bucket time window and 196 with a 112-call [`CallRing<7>`] (`memory_per_key` in the
+/// plus the overflow breaker. On 64-bit targets an entry is 400 bytes with the default
+/// ten-bucket time window and 204 with a 112-call [`CallRing<7>`] (`memory_per_key` in the
 /// tests pins both); each entry keeps its own copy of the configuration so that a key's
 /// decisions read one entry only. A table of no entries does not compile. Construction is
 /// not `const` (each entry is built in turn): keep a table in a `static` through a once-cell,

@@ -4,7 +4,9 @@
 //! [`Breaker::reconfigure`](super::Breaker::reconfigure) does meanwhile.
 //!
 //! Everything a [`Config`] says is here (a breaker keeps no other copy), plus the two timers'
-//! lengths in ticks, derived once by the writer instead of on every read. Durations are kept
+//! lengths in ticks, derived once by the writer instead of on every read, and their bounds:
+//! the longest run of any configuration in force so far, how far ahead a stored end can
+//! rightly point (so an end written under an earlier, longer wait is still believed). Durations are kept
 //! as `u64` nanoseconds in two words, the precision every decision already used
 //! (`duration_as_nanos_saturating`); `None` is a value no valid field takes.
 
@@ -15,7 +17,7 @@ use crate::time::duration_as_nanos_saturating as nanos;
 use crate::time::ticks::TickScale;
 
 /// The number of words in the block.
-pub(crate) const WORDS: usize = 14;
+pub(crate) const WORDS: usize = 15;
 
 // Word 0: four small fields.
 const PACKED: usize = 0;
@@ -29,10 +31,13 @@ const OPEN_WAIT: usize = 6;
 const MAX_WAIT: usize = 8;
 /// 0: no maximum half-open wait (a valid one is not zero).
 const HALF_WAIT: usize = 10;
-/// The longest open wait, in ticks of the open timer's scale.
-const LONGEST_TICKS: usize = 12;
+/// The longest open wait of this or any earlier configuration, in ticks of the open timer's
+/// scale.
+const OPEN_BOUND: usize = 12;
 /// The maximum half-open wait in ticks of its scale; 0 when there is none.
 const HALF_TICKS: usize = 13;
+/// The longest maximum half-open wait of this or any earlier configuration, in those ticks.
+const HALF_BOUND: usize = 14;
 
 /// A percentage no valid threshold takes (they are `0..=99`): the threshold is off.
 const OFF: u32 = 0xFF;
@@ -80,9 +85,22 @@ impl Live {
             None => (0, 0),
         };
         (w[HALF_WAIT], w[HALF_WAIT + 1]) = split(half);
-        w[LONGEST_TICKS] = scale.ticks_in(config.longest_open_wait());
+        w[OPEN_BOUND] = scale.ticks_in(config.longest_open_wait());
         w[HALF_TICKS] = half_ticks;
+        w[HALF_BOUND] = half_ticks;
         Live(w)
+    }
+
+    /// These words with each timer's bound raised to `before`'s where that is longer: what a
+    /// reconfiguration from `before` puts in force.
+    pub(crate) const fn after(mut self, before: &Live) -> Live {
+        if before.0[OPEN_BOUND] > self.0[OPEN_BOUND] {
+            self.0[OPEN_BOUND] = before.0[OPEN_BOUND];
+        }
+        if before.0[HALF_BOUND] > self.0[HALF_BOUND] {
+            self.0[HALF_BOUND] = before.0[HALF_BOUND];
+        }
+        self
     }
 
     #[inline(always)]
@@ -159,16 +177,25 @@ impl Live {
         }
     }
 
-    /// The longest open wait in ticks of the open timer's scale.
+    /// The longest open wait of any configuration in force so far, in ticks of the open
+    /// timer's scale: the clamp of a new wait (at least this configuration's longest) and
+    /// the most an open circuit's remaining wait can rightly be.
     #[inline(always)]
-    pub(crate) const fn longest_ticks(&self) -> u32 {
-        self.0[LONGEST_TICKS]
+    pub(crate) const fn open_bound(&self) -> u32 {
+        self.0[OPEN_BOUND]
     }
 
     /// The maximum half-open wait in ticks of its scale; 0 when half-open waits forever.
     #[inline(always)]
     pub(crate) const fn half_ticks(&self) -> u32 {
         self.0[HALF_TICKS]
+    }
+
+    /// The longest maximum half-open wait of any configuration in force so far, in its
+    /// ticks: the most a half-open period's remaining time can rightly be.
+    #[inline(always)]
+    pub(crate) const fn half_bound(&self) -> u32 {
+        self.0[HALF_BOUND]
     }
 
     /// The configuration these words hold, for [`Breaker::config`](super::Breaker::config).
@@ -241,8 +268,28 @@ mod tests {
             assert!(c.validate().is_ok());
             let live = Live::encode(&c, s, h);
             assert_eq!(live.config(), c);
-            assert_eq!(live.longest_ticks(), s.ticks_in(c.longest_open_wait()));
+            assert_eq!(live.open_bound(), s.ticks_in(c.longest_open_wait()));
         }
+        let (long, short) = (
+            Live::encode(&full, s, h),
+            Live::encode(&Config::DEFAULT, s, h),
+        );
+        let after = short.after(&long);
+        assert_eq!(
+            after.config(),
+            Config::DEFAULT,
+            "the bounds are not the config"
+        );
+        assert_eq!(
+            (after.open_bound(), after.half_bound()),
+            (long.open_bound(), long.half_bound())
+        );
+        assert_eq!(after.half_ticks(), short.half_ticks());
+        assert_eq!(
+            long.after(&short),
+            long,
+            "a longer run raises its own bound"
+        );
         assert_eq!(Live::encode(&bare, s, h).half_ticks(), 0);
         assert_eq!(
             Live::encode(&full, s, h).half_ticks(),

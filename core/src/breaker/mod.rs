@@ -64,8 +64,9 @@
 //! `time::era`), and read back as a full 64-bit tick count compared with `now`'s in 64-bit
 //! arithmetic: no idle gap of any length, a second or ten years, changes a decision. Each timer
 //! has its own scale, the finest on which its longest run is under 2^31 ticks (4 ns for the
-//! default 5 s wait, 32 ns for the minute in half-open). A remaining time longer than the
-//! timer's longest run can only come from time going backwards: it reads as over, so the
+//! default 5 s wait, 32 ns for the minute in half-open), fixed when the breaker is built. A
+//! remaining time longer than the timer's longest run (of any configuration in force so far,
+//! see [`Breaker::reconfigure`]) can only come from time going backwards: it reads as over, so the
 //! breaker probes early (and a half-open period ends) rather than waiting for time to catch up.
 //! Time going backwards by more than a quarter of a word's circle leaves that word's era ahead
 //! of the clock, and every end written until time catches up reads as over: the breaker then
@@ -257,13 +258,15 @@ impl TimeWord {
     }
 
     /// The stored end: its low bits and era as read (for a writer's compare-and-swap) and
-    /// the full count. `ahead` is the longest the timer runs: how far past its writer's own
-    /// `now` a stored end can point.
+    /// the full count, widened as pointing up to 2^31 ticks past its writer's own `now`: the
+    /// most any run on the timer's scale can last (under 2^31 whole ticks, rounded up),
+    /// whatever configuration wrote it. Whether an end that far ahead is believed is the
+    /// reader's `clock` check, against the longest run of any configuration so far.
     #[inline]
-    fn read(&self, ahead: u32) -> (u32, EraSeen, u64) {
+    fn read(&self) -> (u32, EraSeen, u64) {
         let low = self.low.load(Ordering::Acquire);
         let seen = self.era.read();
-        (low, seen, widen(low, 32, seen, ahead as u64))
+        (low, seen, widen(low, 32, seen, 1 << 31))
     }
 }
 
@@ -519,16 +522,9 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// overwrite the end of a later transition: its swap finds a newer value, or its re-check
     /// a newer state. Fails with the state word when it no longer reads `from`. Lock-free: a
     /// failed swap means another writer's succeeded.
-    fn publish(
-        &self,
-        word: &TimeWord,
-        ahead: u32,
-        from: u32,
-        now: u64,
-        end: u64,
-    ) -> Result<(), u32> {
+    fn publish(&self, word: &TimeWord, from: u32, now: u64, end: u64) -> Result<(), u32> {
         loop {
-            let (low, seen, _) = word.read(ahead);
+            let (low, seen, _) = word.read();
             let state = self.state.load(Ordering::Acquire);
             if state != from {
                 return Err(state);
@@ -559,16 +555,17 @@ impl<W: OutcomeWindow> Breaker<W> {
         env: &mut Env<'_, R, O>,
     ) -> Result<u64, u32> {
         let wait = decide::open_wait_nanos(live, reopens, &mut *env.rng);
-        let longest = live.longest_ticks();
+        // At most this configuration's longest wait: clamped to the bound only so that a wait
+        // can never outrun what a reader believes.
         let ticks = self
             .scale
             .ticks_in(Duration::from_nanos(wait))
-            .clamp(1, longest.max(1));
+            .clamp(1, live.open_bound().max(1));
         let now = self.scale.wide(env.now);
         // Saturated at the end of the timeline: the wait ends there rather than past a time
         // that can never come.
         let end = (now + ticks as u64).min(self.scale.wide(Instant::MAX));
-        self.publish(&self.open_until, longest, from, now, end)?;
+        self.publish(&self.open_until, from, now, end)?;
         self.state
             .compare_exchange(from, next.pack(), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| end)
@@ -750,21 +747,27 @@ impl<W: OutcomeWindow> Breaker<W> {
         env: &mut Env<'_, R, O>,
     ) -> Result<BreakerPermit<'_, W>, Rejection> {
         let live = self.live();
-        let (longest, half_wait) = (live.longest_ticks(), live.half_ticks());
+        let half_wait = live.half_ticks();
         loop {
             let word = Word::unpack(current);
             // The timer of the state read, loaded after the state word (Acquire), so it is at
             // least as new as the transition that produced that state.
             let (clock, scale) = match word.state {
                 CircuitState::Open => {
-                    let (_, _, end) = self.open_until.read(longest);
+                    let (_, _, end) = self.open_until.read();
                     let now = self.scale.wide(env.now);
-                    (decide::clock(now, end, longest as u64), self.scale)
+                    (
+                        decide::clock(now, end, live.open_bound() as u64),
+                        self.scale,
+                    )
                 }
                 CircuitState::HalfOpen if half_wait != 0 => {
-                    let (_, _, end) = self.probe_until.read(half_wait);
+                    let (_, _, end) = self.probe_until.read();
                     let now = self.half_scale.wide(env.now);
-                    (decide::clock(now, end, half_wait as u64), self.half_scale)
+                    (
+                        decide::clock(now, end, live.half_bound() as u64),
+                        self.half_scale,
+                    )
                 }
                 _ => (Clock::Never, self.scale),
             };
@@ -831,9 +834,7 @@ impl<W: OutcomeWindow> Breaker<W> {
                     if transition.is_some() && half_wait != 0 {
                         let now = self.half_scale.wide(env.now);
                         let end = (now + half_wait as u64).min(self.half_scale.wide(Instant::MAX));
-                        if let Err(actual) =
-                            self.publish(&self.probe_until, half_wait, current, now, end)
-                        {
+                        if let Err(actual) = self.publish(&self.probe_until, current, now, end) {
                             current = actual;
                             continue;
                         }

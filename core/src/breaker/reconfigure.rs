@@ -23,14 +23,17 @@
 //!   failed or slow outcome on (the circuit opens only when an outcome settles). Permits
 //!   admitted before the change settle under the configuration in force when they settle,
 //!   slow-call duration included.
-//! * *Open*: the end already published stands while it fits: a remaining wait longer than the
-//!   new longest open wait reads as over (the rule that already guards a timer against time
-//!   going backwards), so after a lowered wait an open circuit whose remaining wait outlasts
-//!   it probes at the next call, and one whose remaining wait fits keeps it. A raised wait
-//!   applies from the next opening: the wait in progress is not lengthened.
+//! * *Open*: the wait already computed stands, lowered or raised: the new waits apply from the
+//!   next opening (a re-open after a failed probe included). Cutting a wait in progress
+//!   would make the answer depend on whether a call happened to arrive in between; an
+//!   operator who wants the circuit to probe now has [`reset`](super::Breaker::reset). So a
+//!   reader must go on believing an end written under a longer wait: the rule that an end
+//!   further ahead than the timer's longest run reads as over (time went backwards) is kept
+//!   against the longest run of any configuration in force so far, not the current one.
 //! * *Half-open*: the probes out keep their places and settle as usual. A lowered
-//!   `half_open_probes` admits no new probe until the taken ones are under it; a remaining
-//!   half-open period longer than the new `max_half_open_wait` reads as over. If the new
+//!   `half_open_probes` admits no new probe until the taken ones are under it; the period in
+//!   progress keeps the end it had (as an open wait does), a new `max_half_open_wait` bounds
+//!   the next period. If the new
 //!   `probes_to_close` (or the new number of failures it tolerates) is already crossed by the
 //!   outcomes so far, the next call to arrive (or probe to settle) makes the transition the
 //!   counts call for, with the same cause as a probe's outcome would: without that, a breaker
@@ -54,9 +57,9 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// Puts `config` in force in one step, keeping the state, the window's counts, the
     /// failure streak and every permit in flight, and emits [`Event::PolicyReconfigured`].
     /// The rules for what is in flight, and what cannot change in place, are in the
-    /// `breaker::reconfigure` module docs (an open circuit keeps its wait unless it outlasts
-    /// the new longest wait, then probes at the next call; half-open probes out keep their
-    /// places; permits admitted before settle under the new thresholds).
+    /// `breaker::reconfigure` module docs (an open circuit keeps the wait it computed; new
+    /// waits apply from the next opening; half-open probes out keep their places; permits
+    /// admitted before settle under the new thresholds).
     ///
     /// ```
     /// use core::time::Duration;
@@ -116,9 +119,16 @@ impl<W: OutcomeWindow> Breaker<W> {
                 field: "max_half_open_wait",
             });
         }
-        self.settings
-            .replace(Live::encode(&config, self.scale, self.half_scale).0)
+        let writer = self
+            .settings
+            .write()
             .map_err(|_| BreakerReconfigureError::Busy)?;
+        let before = Live(writer.current());
+        writer.publish(
+            Live::encode(&config, self.scale, self.half_scale)
+                .after(&before)
+                .0,
+        );
         emit_reconfigured(PolicyKind::Breaker, env);
         Ok(())
     }

@@ -132,24 +132,28 @@ fn an_open_circuit_keeps_its_end_while_it_fits_the_new_longest_wait() {
 }
 
 #[test]
-fn an_open_circuit_whose_remaining_wait_outlasts_a_lowered_one_probes_at_the_next_call() {
+fn an_open_circuit_keeps_its_end_when_the_wait_is_lowered() {
     let mut rig = Rig::new();
     let b = opened(&mut rig);
     let mut env = rig.env(secs(2));
     let shorter = exact(Config {
-        open_wait: Duration::from_secs(3),
+        open_wait: Duration::from_secs(1),
         ..Config::DEFAULT
     });
     b.reconfigure(shorter, &mut env).unwrap();
-    // 4 s remain of the old wait, more than the new longest (3 s): it reads as over.
-    assert!(b.admit(&mut env).unwrap().is_probe());
-
-    let mut rig = Rig::new();
-    let b = opened(&mut rig);
-    let mut env = rig.env(secs(4));
-    b.reconfigure(shorter, &mut env).unwrap();
-    // 2 s remain, within 3 s: the wait in progress stands.
-    assert_eq!(b.admit(&mut env).unwrap_err().retry_at(), Some(secs(6)));
+    // 4 s remain of the old wait, more than the new one: still believed, still refused.
+    for t in [2_000, 3_500, 5_999] {
+        env.now = millis(t);
+        assert_eq!(b.admit(&mut env).unwrap_err().retry_at(), Some(secs(6)));
+    }
+    env.now = secs(6);
+    let probe = b.admit(&mut env).unwrap();
+    probe.settle(&FAIL, &mut env);
+    assert_eq!(
+        b.admit(&mut env).unwrap_err().retry_at(),
+        Some(secs(7)),
+        "the re-open waits the new second"
+    );
 }
 
 /// Three probes out of three; the circuit opened at 1 s.
@@ -243,25 +247,37 @@ fn outcomes_already_past_the_new_lines_decide_at_the_next_call() {
 }
 
 #[test]
-fn a_half_open_period_longer_than_a_lowered_maximum_reads_as_over() {
+fn a_half_open_period_keeps_its_end_and_the_next_one_has_the_new_bound() {
     let mut rig = Rig::new();
     let b = opened(&mut rig);
     let mut env = rig.env(secs(6));
-    let probe = b.admit(&mut env).unwrap();
+    let hung = b.admit(&mut env).unwrap();
     let short = exact(Config {
         max_half_open_wait: Some(Duration::from_secs(10)),
         ..Config::DEFAULT
     });
     b.reconfigure(short, &mut env).unwrap();
-    // The period began at 6 s for a minute: 60 s remain, more than 10 s.
-    env.now = secs(7);
-    assert!(b.admit(&mut env).is_err());
+    // The period began at 6 s for a minute: it still ends at 66 s.
+    env.now = secs(20);
+    let r = b.admit(&mut env).unwrap_err();
+    assert_eq!((b.state(), r.retry_at()), (HalfOpen, Some(secs(66))));
+    env.now = secs(66);
+    assert!(b.admit(&mut env).is_err(), "the period is over: re-opened");
     assert_eq!(b.state(), Open);
-    probe.settle(&OK, &mut env);
+    hung.settle(&OK, &mut env);
     assert_eq!(b.state(), Open, "the hung probe's outcome is late");
+    // The next period is bounded by 10 s. (The re-open waits 5 s from 66 s.)
+    env.now = secs(71);
+    let _hung_again = b.admit(&mut env).unwrap();
+    env.now = secs(80);
+    assert_eq!(b.admit(&mut env).unwrap_err().retry_at(), Some(secs(81)));
     assert_eq!(
-        *rig.log.transitions().last().unwrap(),
-        (HalfOpen, Open, TransitionCause::ProbesFailed)
+        rig.log.transitions()[1..],
+        [
+            (Open, HalfOpen, TransitionCause::WaitElapsed),
+            (HalfOpen, Open, TransitionCause::ProbesFailed),
+            (Open, HalfOpen, TransitionCause::WaitElapsed)
+        ]
     );
 }
 
