@@ -12,8 +12,9 @@
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! only in settings the running policy takes in place is the live one too, reconfigured
 //! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
-//! `min_limit` and `max_limit` (the limit clamped into them), and a ratio budget's ratio and
-//! floor (same window), so a reload that
+//! `min_limit` and `max_limit` (the limit clamped into them), a ratio budget's ratio and
+//! floor (same window), and a breaker's thresholds, waits and probe counts (same window, waits
+//! its timers hold: `Breaker::check_reconfigure`; its state and counts kept), so a reload that
 //! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
 //! below it. The reconfigurations are applied only once the whole new config has built, so a
 //! refused reload changes no live policy. A policy whose table changed in any other field
@@ -65,7 +66,8 @@ pub enum ChangeKind {
     Fresh,
     /// Its table changed only in settings the running policy takes in place (a bulkhead's
     /// `max_concurrent`; a limiter's `min_limit` and `max_limit`; a ratio budget's
-    /// `max_retry_permille` and `min_retries_per_window`):
+    /// `max_retry_permille` and `min_retries_per_window`; a breaker's thresholds, waits and
+    /// probe counts, same window):
     /// the live instance was kept and reconfigured, its state (calls in flight, the window's
     /// counts) intact.
     Reconfigured,

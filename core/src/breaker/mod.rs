@@ -223,9 +223,11 @@ struct Timers {
 }
 
 impl Timers {
-    /// The settings block of `config` (checked) on these scales.
-    const fn settings(self, config: &Config) -> Settings<WORDS> {
-        Settings::new(Live::encode(config, self.scale, self.half_scale).0)
+    crate::sync::const_fn_unless_loom! {
+        /// The settings block of `config` (checked) on these scales.
+        fn settings(self, config: &Config) -> Settings<WORDS> {
+            Settings::new(Live::encode(config, self.scale, self.half_scale).0)
+        }
     }
 }
 
@@ -410,10 +412,18 @@ impl<W: OutcomeWindow> Breaker<W> {
         self.live().config()
     }
 
-    /// The settings block, read once per decision.
-    #[inline]
+    /// The settings block (a snapshot, for what is not a decision).
     fn live(&self) -> Live {
-        Live(self.settings.read())
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
+        live
+    }
+
+    /// Reads the settings block into `live`, once per decision: in place, since a block of
+    /// this size returned by value is copied (a `memcpy` call on a small target).
+    #[inline(always)]
+    fn load(&self, live: &mut Live) {
+        self.settings.read_into(&mut live.0);
     }
 
     /// Holds the circuit open (isolation) until [`reset`](Self::reset) or
@@ -586,7 +596,8 @@ impl<W: OutcomeWindow> Breaker<W> {
             return;
         }
         let failed = verdict.is_failure();
-        let live = self.live();
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
         let slow = Self::is_slow(&live, admitted_at, env.now);
         self.window.record(env.now, failed, slow);
         if failed || slow {
@@ -746,7 +757,8 @@ impl<W: OutcomeWindow> Breaker<W> {
         mut current: u32,
         env: &mut Env<'_, R, O>,
     ) -> Result<BreakerPermit<'_, W>, Rejection> {
-        let live = self.live();
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
         let half_wait = live.half_ticks();
         loop {
             let word = Word::unpack(current);
@@ -777,34 +789,35 @@ impl<W: OutcomeWindow> Breaker<W> {
                 role,
                 admitted_at: env.now,
             };
-            let admission = match word.state {
-                // Counts a reconfiguration left past a line decide before anything else.
+            // Counts a reconfiguration left past a line decide before anything else.
+            let decided = match word.state {
                 CircuitState::HalfOpen => {
-                    match decide::decided(word, live.half_open_probes(), live.probes_to_close()) {
-                        Some(t) if t.to == CircuitState::Closed => {
-                            self.forget_history();
-                            if let Err(actual) = self.state.compare_exchange(
-                                current,
-                                word.next(CircuitState::Closed).pack(),
-                                Ordering::AcqRel,
-                                Ordering::Acquire,
-                            ) {
-                                current = actual;
-                                continue;
-                            }
-                            self.reopens.store(0, Ordering::Relaxed);
-                            self.emit(t, env);
-                            current = self.state.load(Ordering::Acquire);
-                            continue;
-                        }
-                        Some(transition) => Admission::Expire {
-                            next: word.next(CircuitState::Open),
-                            transition,
-                        },
-                        None => decide::admission(word, clock, live.half_open_probes()),
-                    }
+                    decide::decided(word, live.half_open_probes(), live.probes_to_close())
                 }
-                _ => decide::admission(word, clock, live.half_open_probes()),
+                _ => None,
+            };
+            let admission = match decided {
+                Some(t) if t.to == CircuitState::Closed => {
+                    self.forget_history();
+                    if let Err(actual) = self.state.compare_exchange(
+                        current,
+                        word.next(CircuitState::Closed).pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        current = actual;
+                        continue;
+                    }
+                    self.reopens.store(0, Ordering::Relaxed);
+                    self.emit(t, env);
+                    current = self.state.load(Ordering::Acquire);
+                    continue;
+                }
+                Some(transition) => Admission::Expire {
+                    next: word.next(CircuitState::Open),
+                    transition,
+                },
+                None => decide::admission(word, clock, live.half_open_probes()),
             };
             match admission {
                 Admission::Counted => return Ok(permit(Role::Counted, word.epoch)),
@@ -914,7 +927,8 @@ impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
             // `Rejected` counts for nothing: the probe never reached the upstream.
             Role::Probe if !verdict.is_counted() => breaker.drop_probe(this.epoch),
             Role::Probe => {
-                let live = breaker.live();
+                let mut live = Live([0; WORDS]);
+                breaker.load(&mut live);
                 let succeeded =
                     verdict.is_accept() && !Breaker::<W>::is_slow(&live, this.admitted_at, env.now);
                 breaker.settle_probe(&live, this.epoch, succeeded, env);

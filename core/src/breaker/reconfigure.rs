@@ -91,6 +91,36 @@ impl<W: OutcomeWindow> Breaker<W> {
         config: Config,
         env: &mut Env<'_, R, O>,
     ) -> Result<(), BreakerReconfigureError> {
+        self.check_reconfigure(&config)?;
+        let writer = self
+            .settings
+            .write()
+            .map_err(|_| BreakerReconfigureError::Busy)?;
+        let before = Live(writer.current());
+        writer.publish(
+            Live::encode(&config, self.scale, self.half_scale)
+                .after(&before)
+                .0,
+        );
+        emit_reconfigured(PolicyKind::Breaker, env);
+        Ok(())
+    }
+
+    /// Whether [`reconfigure`](Self::reconfigure) would take `config` (every refusal but
+    /// [`Busy`](BreakerReconfigureError::Busy)), changing nothing: for a caller that must
+    /// know before it commits, such as a config reload that applies its changes only once
+    /// every policy has built, and builds a new breaker instead when this refuses.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use resilix::breaker::{Breaker, Config};
+    ///
+    /// let breaker = Breaker::new(Config::DEFAULT).unwrap();
+    /// assert!(breaker.check_reconfigure(&Config { minimum_calls: 5, ..Config::DEFAULT }).is_ok());
+    /// let minute = Config { open_wait: Duration::from_secs(60), ..Config::DEFAULT };
+    /// assert!(breaker.check_reconfigure(&minute).is_err());
+    /// ```
+    pub fn check_reconfigure(&self, config: &Config) -> Result<(), BreakerReconfigureError> {
         config.validate().map_err(BreakerReconfigureError::Config)?;
         if let Some(calls) = self.window.calls()
             && (config.failure_rate_above_percent.is_some() || config.slow_calls.is_some())
@@ -119,17 +149,6 @@ impl<W: OutcomeWindow> Breaker<W> {
                 field: "max_half_open_wait",
             });
         }
-        let writer = self
-            .settings
-            .write()
-            .map_err(|_| BreakerReconfigureError::Busy)?;
-        let before = Live(writer.current());
-        writer.publish(
-            Live::encode(&config, self.scale, self.half_scale)
-                .after(&before)
-                .0,
-        );
-        emit_reconfigured(PolicyKind::Breaker, env);
         Ok(())
     }
 }

@@ -70,6 +70,22 @@ impl<const W: usize> Settings<W> {
         }
     }
 
+    /// [`read`](Self::read) into `words`, for a block of many words: returned by value it
+    /// would be copied (a `memcpy` call on a small target); here each word is stored once.
+    pub fn read_into(&self, words: &mut [u32; W]) {
+        let mut before = self.control.load(Ordering::Acquire);
+        loop {
+            let slot = &self.slots[((before >> 1) & 1) as usize];
+            for (word, stored) in words.iter_mut().zip(slot) {
+                *word = stored.load(Ordering::Acquire);
+            }
+            match self.check(before) {
+                Ok(()) => return,
+                Err(after) => before = after,
+            }
+        }
+    }
+
     /// One attempt at [`read`](Self::read): `None` when two swaps raced it. A single swap,
     /// finished or preempted half-way, never makes it fail. (For the models that check it.)
     #[cfg(any(test, loom))]
@@ -81,13 +97,20 @@ impl<const W: usize> Settings<W> {
     fn read_from(&self, before: u32) -> Result<[u32; W], u32> {
         let slot = &self.slots[((before >> 1) & 1) as usize];
         let words = core::array::from_fn(|i| slot[i].load(Ordering::Acquire));
+        self.check(before).map(|()| words)
+    }
+
+    /// After a slot's words were loaded from the control word `before`: whether they are one
+    /// write's, or the control word to try again from.
+    #[inline(always)]
+    fn check(&self, before: u32) -> Result<(), u32> {
         let after = self.control.load(Ordering::Acquire);
         // Swaps completed between the two loads (31-bit wrapping difference).
         let swaps = (after >> 1).wrapping_sub(before >> 1) & (u32::MAX >> 1);
         // None: the slot was not touched. One, with no writer now: the swap filled the other
         // slot. Anything else: the second writer may have written this one.
         if swaps == 0 || (swaps == 1 && after & WRITING == 0) {
-            Ok(words)
+            Ok(())
         } else {
             Err(after)
         }
