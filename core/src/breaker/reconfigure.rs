@@ -6,41 +6,8 @@
 //! never on a mix. Nothing stored is touched: the state word, the window's counts, the failure
 //! streak, the open-wait growth and the published ends all carry over.
 //!
-//! **What cannot change in place** is what the stored state is counted in, and is refused by
-//! name ([`BreakerReconfigureError::Fixed`]): the window (its length, buckets or calls are the
-//! constructor's, not the config's, so a reconfiguration cannot even ask), and each timer's
-//! tick scale, fixed when the breaker was built from the longest run it must measure. A new
-//! longest open wait (`open_wait`, or `open_backoff`'s `max_wait`) may be anything the open
-//! timer's scale still covers, under 2^31 of its ticks: any shorter wait, and a longer one up
-//! to between one and two times the longest the breaker was built with (8.59 s for the
-//! default 5 s wait, at 4 ns a tick); the same for `max_half_open_wait` on its own scale, which
-//! also cannot be turned on or off (a breaker built without one has no end stored for the
-//! half-open period in progress). Past that, build a new breaker.
-//!
-//! **What is in flight** (the rules, each tested in `tests.rs`):
-//!
-//! * *Closed*: the counts already in the window are judged by the new thresholds from the next
-//!   failed or slow outcome on (the circuit opens only when an outcome settles). Permits
-//!   admitted before the change settle under the configuration in force when they settle,
-//!   slow-call duration included.
-//! * *Open*: the wait already computed stands, lowered or raised: the new waits apply from the
-//!   next opening (a re-open after a failed probe included). Cutting a wait in progress
-//!   would make the answer depend on whether a call happened to arrive in between; an
-//!   operator who wants the circuit to probe now has [`reset`](super::Breaker::reset). So a
-//!   reader must go on believing an end written under a longer wait: the rule that an end
-//!   further ahead than the timer's longest run reads as over (time went backwards) is kept
-//!   against the longest run of any configuration in force so far, not the current one.
-//! * *Half-open*: the probes out keep their places and settle as usual. A lowered
-//!   `half_open_probes` admits no new probe until the taken ones are under it; the period in
-//!   progress keeps the end it had (as an open wait does), a new `max_half_open_wait` bounds
-//!   the next period. If the new
-//!   `probes_to_close` (or the new number of failures it tolerates) is already crossed by the
-//!   outcomes so far, the next call to arrive (or probe to settle) makes the transition the
-//!   counts call for, with the same cause as a probe's outcome would: without that, a breaker
-//!   whose last probe had settled could stay half-open with no probe left to decide it.
-//! * *Forced open, disabled*: unchanged, and the new configuration applies once they end.
-//!
-//! Reconfigurations do not queue: one racing another is [`BreakerReconfigureError::Busy`].
+//! The rules, for what cannot change in place and for what is in flight, are on
+//! [`Breaker::reconfigure`], where users read them.
 
 use core::fmt;
 
@@ -56,10 +23,42 @@ use crate::time::ticks::TickScale;
 impl<W: OutcomeWindow> Breaker<W> {
     /// Puts `config` in force in one step, keeping the state, the window's counts, the
     /// failure streak and every permit in flight, and emits [`Event::PolicyReconfigured`].
-    /// The rules for what is in flight, and what cannot change in place, are in the
-    /// `breaker::reconfigure` module docs (an open circuit keeps the wait it computed; new
-    /// waits apply from the next opening; half-open probes out keep their places; permits
-    /// admitted before settle under the new thresholds).
+    ///
+    /// **What cannot change in place** is what the stored state is counted in, and is refused by
+    /// name ([`BreakerReconfigureError::Fixed`]): the window (its length, buckets or calls are the
+    /// constructor's, not the config's, so a reconfiguration cannot even ask), and each timer's
+    /// tick scale, fixed when the breaker was built from the longest run it must measure. A new
+    /// longest open wait (`open_wait`, or `open_backoff`'s `max_wait`) may be anything the open
+    /// timer's scale still covers, under 2^31 of its ticks: any shorter wait, and a longer one up
+    /// to between one and two times the longest the breaker was built with (8.59 s for the
+    /// default 5 s wait, at 4 ns a tick); the same for `max_half_open_wait` on its own scale, which
+    /// also cannot be turned on or off (a breaker built without one has no end stored for the
+    /// half-open period in progress). Past that, build a new breaker.
+    ///
+    /// **What is in flight** (each rule has its unit test, on a manual clock):
+    ///
+    /// * *Closed*: the counts already in the window are judged by the new thresholds from the next
+    ///   failed or slow outcome on (the circuit opens only when an outcome settles). Permits
+    ///   admitted before the change settle under the configuration in force when they settle,
+    ///   slow-call duration included.
+    /// * *Open*: the wait already computed stands, lowered or raised: the new waits apply from the
+    ///   next opening (a re-open after a failed probe included). Cutting a wait in progress
+    ///   would make the answer depend on whether a call happened to arrive in between; an
+    ///   operator who wants the circuit to probe now has [`reset`](Breaker::reset). So a
+    ///   reader must go on believing an end written under a longer wait: the rule that an end
+    ///   further ahead than the timer's longest run reads as over (time went backwards) is kept
+    ///   against the longest run of any configuration in force so far, not the current one.
+    /// * *Half-open*: the probes out keep their places and settle as usual. A lowered
+    ///   `half_open_probes` admits no new probe until the taken ones are under it; the period in
+    ///   progress keeps the end it had (as an open wait does), a new `max_half_open_wait` bounds
+    ///   the next period. If the new
+    ///   `probes_to_close` (or the new number of failures it tolerates) is already crossed by the
+    ///   outcomes so far, the next call to arrive (or probe to settle) makes the transition the
+    ///   counts call for, with the same cause as a probe's outcome would: without that, a breaker
+    ///   whose last probe had settled could stay half-open with no probe left to decide it.
+    /// * *Forced open, disabled*: unchanged, and the new configuration applies once they end.
+    ///
+    /// Reconfigurations do not queue: one racing another is [`BreakerReconfigureError::Busy`].
     ///
     /// ```
     /// use core::time::Duration;
