@@ -14,8 +14,10 @@
 //! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
 //! `min_limit` and `max_limit` (the limit clamped into them), a throttler's
 //! `accepts_multiplier` and `max_rejection_rate` (its window kept), a ratio budget's ratio and
-//! floor (same window), and every setting of a token bucket (its balance carried over, clamped
-//! to a lowered capacity), so a reload that
+//! floor (same window), every setting of a token bucket (its balance carried over, clamped
+//! to a lowered capacity), and a breaker's thresholds, waits and probe counts (same window,
+//! waits its timers hold: `Breaker::check_reconfigure`; its state and counts kept), so a
+//! reload that
 //! changes a cap keeps the calls in flight, and a lowered cap admits nobody until they drain
 //! below it. The reconfigurations are applied only once the whole new config has built, so a
 //! refused reload changes no live policy. A policy whose table changed in any other field
@@ -67,7 +69,8 @@ pub enum ChangeKind {
     Fresh,
     /// Its table changed only in settings the running policy takes in place (a bulkhead's
     /// `max_concurrent`; a limiter's `min_limit` and `max_limit`; a ratio budget's
-    /// `max_retry_permille` and `min_retries_per_window`):
+    /// `max_retry_permille` and `min_retries_per_window`; a breaker's thresholds, waits and
+    /// probe counts, same window):
     /// the live instance was kept and reconfigured, its state (calls in flight, the window's
     /// counts) intact.
     Reconfigured,

@@ -56,9 +56,27 @@ impl ConfiguredBreaker {
         each_breaker!(self, b => b.state())
     }
 
-    /// The configuration, as validated.
-    pub fn config(&self) -> &resilix::breaker::Config {
+    /// The configuration in force (see `Breaker::config`).
+    pub fn config(&self) -> resilix::breaker::Config {
         each_breaker!(self, b => b.config())
+    }
+
+    /// Puts `config` in force in place (see `Breaker::reconfigure`).
+    pub fn reconfigure<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        config: resilix::breaker::Config,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), resilix::breaker::BreakerReconfigureError> {
+        each_breaker!(self, b => b.reconfigure(config, env))
+    }
+
+    /// Whether `reconfigure` would take `config`, changing nothing (see
+    /// `Breaker::check_reconfigure`).
+    pub fn check_reconfigure(
+        &self,
+        config: &resilix::breaker::Config,
+    ) -> Result<(), resilix::breaker::BreakerReconfigureError> {
+        each_breaker!(self, b => b.check_reconfigure(config))
     }
 
     /// Holds the circuit open until [`reset`](Self::reset) (see `Breaker::force_open`).

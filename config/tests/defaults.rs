@@ -92,7 +92,7 @@ fn empty_tables_in_a_file_build_the_default_policies() {
     );
     assert_eq!(
         p.breaker_ref().as_ref().unwrap().config(),
-        &breaker::Config::DEFAULT
+        breaker::Config::DEFAULT
     );
     assert_eq!(
         p.bulkhead_ref().as_ref().unwrap().max_concurrent(),

@@ -1,7 +1,8 @@
 //! Static stability: a reload that fails to read or validate keeps the last good config and
 //! says so; one that succeeds keeps every unchanged policy (the same `Arc`, its state),
-//! reconfigures in place a bulkhead whose cap changed (its calls in flight kept), and starts
-//! every other changed policy fresh; readers see whole generations while reloads run.
+//! reconfigures in place a bulkhead whose cap changed (its calls in flight kept) and a breaker
+//! whose thresholds, waits or probes changed (its state kept), and starts every other changed
+//! policy fresh; readers see whole generations while reloads run.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -161,9 +162,13 @@ fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
         "the rebuilt retry spends from it"
     );
 
-    // Now the breaker's table changes: a fresh, closed breaker; the budget's too.
+    // Now the breaker's window changes (its table's other fields would reconfigure it in
+    // place): a fresh, closed breaker; the budget's too.
     let v3 = v2
-        .replace("minimum_calls = 10", "minimum_calls = 20")
+        .replace(
+            "minimum_calls = 10",
+            "minimum_calls = 10\nwindow = { length = \"20s\" }",
+        )
         .replace(
             "kind = \"token-bucket\"",
             "kind = \"token-bucket\"\ncapacity = 600",
@@ -417,7 +422,13 @@ fn readers_see_whole_generations_in_order_while_reloads_run() {
                         .as_ref()
                         .unwrap()
                         .minimum_calls;
-                    assert_eq!(Some(calls), written, "a whole generation");
+                    // Reconfigured in place, as the cap: the breaker of an older generation
+                    // is the live one, so it may already hold a later generation's settings,
+                    // never an earlier one's.
+                    assert!(
+                        Some(calls) >= written,
+                        "minimum calls {calls} older than generation's {written:?}"
+                    );
                     loads.fetch_add(1, Ordering::Relaxed);
                 }
                 last
@@ -541,4 +552,80 @@ max_limit = 50
         changes,
         vec![change("pipelines.api.limiter", ChangeKind::Fresh)]
     );
+}
+
+/// A breaker whose thresholds, waits or probe counts alone change is the live one: its state
+/// and its window's counts are kept and the new thresholds judge them. A wait its timer cannot
+/// hold (5 s to 60 s), or another window, builds a fresh breaker; a refused reload changes
+/// nothing.
+#[test]
+fn a_reload_of_only_a_breaker_s_thresholds_keeps_it_and_its_counts() {
+    const B1: &str = r#"
+[pipelines.api.breaker]
+minimum_calls = 10
+open_jitter_percent = 0
+"#;
+    let live = Live::new(config(B1)).unwrap();
+    let breaker = live.pipeline("api").unwrap().breaker_ref().clone().unwrap();
+    let mut rng = SeededRandom::new(6);
+    let fail = |rng: &mut SeededRandom| {
+        let mut env = env(rng);
+        let p = breaker.admit(&mut env).unwrap();
+        resilix::permit::Permit::settle(p, &resilix::Verdict::Transient, &mut env);
+    };
+    for _ in 0..5 {
+        fail(&mut rng);
+    }
+    assert_eq!(breaker.state(), CircuitState::Closed, "5 calls, 10 needed");
+
+    // Refused elsewhere: the breaker must not be reconfigured either.
+    let bad = format!(
+        "{}\n[pipelines.other.bulkhead]\nmax_concurrent = 0\n",
+        B1.replace("minimum_calls = 10", "minimum_calls = 5")
+    );
+    assert!(matches!(
+        live.reload(Ok(config(&bad))),
+        ReloadEvent::ConfigRejected { .. }
+    ));
+    assert_eq!(breaker.config().minimum_calls, 10);
+
+    let b2 = B1.replace(
+        "minimum_calls = 10",
+        "minimum_calls = 5\nhalf_open_probes = 2",
+    );
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&b2))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.breaker", ChangeKind::Reconfigured)]
+    );
+    let now = live.pipeline("api").unwrap().breaker_ref().clone().unwrap();
+    assert!(Arc::ptr_eq(&now, &breaker), "the same breaker");
+    assert_eq!(
+        (now.config().minimum_calls, now.config().half_open_probes),
+        (5, 2)
+    );
+    fail(&mut rng);
+    assert_eq!(
+        now.state(),
+        CircuitState::Open,
+        "the five failures before the reload count under the new minimum"
+    );
+
+    let b3 = b2.replace(
+        "open_jitter_percent = 0",
+        "open_jitter_percent = 0\nopen_wait = \"60s\"",
+    );
+    let ReloadEvent::ConfigApplied { changes, .. } = live.reload(Ok(config(&b3))) else {
+        panic!()
+    };
+    assert_eq!(
+        changes,
+        vec![change("pipelines.api.breaker", ChangeKind::Fresh)],
+        "a minute does not fit the timer built for 5 s"
+    );
+    let fresh = live.pipeline("api").unwrap().breaker_ref().clone().unwrap();
+    assert!(!Arc::ptr_eq(&fresh, &breaker));
+    assert_eq!(fresh.state(), CircuitState::Closed);
 }

@@ -98,7 +98,7 @@ fn config() -> impl Strategy<Value = Config> {
 
 /// Runs `ops` against `breaker`, checking every invariant after every step.
 fn run<W: OutcomeWindow>(breaker: &Breaker<W>, ops: &[Op], seed: u64) {
-    let config = *breaker.config();
+    let config = breaker.config();
     let n = config.half_open_probes as u32;
     let log = Log::default();
     let mut rng = SeededRandom::new(seed);

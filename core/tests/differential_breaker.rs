@@ -2,8 +2,10 @@
 //! timelines whose gaps run from 1 ns to ten years, over configurations covering every tick
 //! scale the config can select (open waits from nanoseconds to hours, growth caps up to days,
 //! half-open bounds or none, count and time windows), every decision, retry-at and state must
-//! be identical. Plus the deterministic sweep of the first decision after an idle gap, from
-//! zero to three circles of each timer's tick word.
+//! be identical, also across random reconfigurations between the steps (accepted or refused
+//! alike, by the same rule). Plus the deterministic sweep of the first decision after an idle
+//! gap, from zero to three circles of each timer's tick word, with and without a wait lowered
+//! while the circuit is open.
 #![cfg(not(loom))]
 
 use core::time::Duration;
@@ -106,17 +108,107 @@ fn config() -> impl Strategy<Value = (Config, Shape)> {
     )
 }
 
+/// What a reconfiguration changes, relative to the configuration built with: the waits as
+/// sixteenths of the old ones, so that some fit the timers' tick scales and some do not.
+#[derive(Clone, Copy, Debug)]
+struct Tweak {
+    rate: Option<u8>,
+    minimum_calls: u32,
+    consecutive: Option<u32>,
+    slow: Option<(Duration, u8)>,
+    wait_16ths: u32,
+    backoff: Option<(u32, u32)>,
+    jitter: u8,
+    probes: (u8, u8),
+    half_16ths: Option<u32>,
+}
+
+fn tweak() -> impl Strategy<Value = Tweak> {
+    (
+        (
+            prop::option::of(0u8..100),
+            1u32..=8,
+            prop::option::of(1u32..=5),
+            prop::option::of((log_duration(40), 0u8..100)),
+        ),
+        (
+            1u32..=24,
+            prop::option::of((100u32..=400, 1u32..=40)),
+            0u8..100,
+            (1u8..=15, any::<u8>()),
+            prop::option::weighted(0.9, 1u32..=24),
+        ),
+    )
+        .prop_map(
+            |(
+                (rate, minimum_calls, consecutive, slow),
+                (wait_16ths, backoff, jitter, probes, half_16ths),
+            )| Tweak {
+                rate,
+                minimum_calls,
+                consecutive,
+                slow,
+                wait_16ths,
+                backoff,
+                jitter,
+                probes,
+                half_16ths,
+            },
+        )
+}
+
+fn sixteenths(d: Duration, n: u32) -> Duration {
+    (d.saturating_mul(n) / 16).max(Duration::from_nanos(1))
+}
+
+/// `base` changed by `t` (not always valid: an invalid one must be refused alike).
+fn apply(base: &Config, t: Tweak) -> Config {
+    let open_wait = sixteenths(base.open_wait, t.wait_16ths);
+    let (n, k) = t.probes;
+    Config {
+        failure_rate_above_percent: t.rate,
+        minimum_calls: t.minimum_calls,
+        consecutive_failures: t.consecutive,
+        slow_calls: t.slow.map(|(slower_than, above_percent)| SlowCalls {
+            slower_than,
+            above_percent,
+        }),
+        open_wait,
+        open_backoff: t.backoff.map(|(multiplier_percent, cap)| OpenBackoff {
+            multiplier_percent,
+            max_wait: sixteenths(base.longest_open_wait(), cap).max(open_wait),
+        }),
+        open_jitter_percent: t.jitter,
+        half_open_probes: n,
+        probes_to_close: 1 + k % n,
+        // Sometimes turned on or off: refused.
+        max_half_open_wait: match (base.max_half_open_wait, t.half_16ths) {
+            (Some(h), Some(f)) => Some(sixteenths(h, f)),
+            (None, Some(f)) => Some(sixteenths(base.open_wait, f)),
+            (_, None) => None,
+        },
+    }
+}
+
 fn run<W: OutcomeWindow>(
     real: &Breaker<W>,
     model: Model,
     seed: u64,
     gaps: Gaps,
     steps: u64,
+    reconfigurations: &[Config],
 ) -> Result<(), String> {
     let mut twin = BreakerTwin::new(real, model);
     let mut timeline = Timeline::new(Instant::from_secs(1), gaps);
     let mut rng = SeededRandom::new(seed);
-    drive(&mut twin, &mut timeline, &mut rng, steps, STORMY, 6)
+    // The steps in equal stretches, a reconfiguration between each two.
+    let stretch = steps / (reconfigurations.len() as u64 + 1);
+    for config in reconfigurations {
+        drive(&mut twin, &mut timeline, &mut rng, stretch, STORMY, 6).map_err(|m| m.to_string())?;
+        let _accepted_or_refused_alike = twin.reconfigure(*config, timeline.now())?;
+        twin.check(timeline.now())?;
+    }
+    drive(&mut twin, &mut timeline, &mut rng, stretch, STORMY, 6)
         .map(|_| ())
         .map_err(|m| m.to_string())
 }
@@ -127,6 +219,7 @@ fn run_shape(
     seed: u64,
     gaps: Gaps,
     steps: u64,
+    reconfigurations: &[Config],
 ) -> Result<(), String> {
     // A time window shorter than 8 ns per bucket is refused (its own error, checked here).
     let too_short = |l: Duration, b: u32| l < Duration::from_nanos(8) * b;
@@ -158,6 +251,7 @@ fn run_shape(
             seed,
             gaps,
             steps,
+            reconfigurations,
         ),
         Shape::Time3(l) => run(
             &Breaker::<TimeBuckets<3>>::time_based(config, l).unwrap(),
@@ -165,6 +259,7 @@ fn run_shape(
             seed,
             gaps,
             steps,
+            reconfigurations,
         ),
         Shape::Time1(l) => run(
             &Breaker::<TimeBuckets<1>>::time_based(config, l).unwrap(),
@@ -172,6 +267,7 @@ fn run_shape(
             seed,
             gaps,
             steps,
+            reconfigurations,
         ),
         Shape::Calls(c) => run(
             &Breaker::<CallRing<7>>::count_based(config, c).unwrap(),
@@ -179,6 +275,7 @@ fn run_shape(
             seed,
             gaps,
             steps,
+            reconfigurations,
         ),
     }
 }
@@ -189,7 +286,38 @@ proptest! {
     /// Gaps from 1 ns to ten years: every circle of every word crossed, idle or busy.
     #[test]
     fn identical_to_the_model_on_long_timelines((config, shape) in config(), seed in any::<u64>()) {
-        run_shape(config, shape, seed, Gaps::LONG, 400).map_err(TestCaseError::fail)?;
+        run_shape(config, shape, seed, Gaps::LONG, 400, &[]).map_err(TestCaseError::fail)?;
+    }
+
+    /// The same, with one to four reconfigurations between the steps: thresholds, waits
+    /// (shorter and longer than the timers were built for), probe counts and half-open bounds
+    /// changed at random, each accepted or refused alike, and every decision after alike.
+    #[test]
+    fn identical_to_the_model_across_reconfigurations(
+        (config, shape) in config(),
+        tweaks in prop::collection::vec(tweak(), 1..=4),
+        seed in any::<u64>(),
+    ) {
+        let reconfigurations: Vec<Config> = tweaks.iter().map(|t| apply(&config, *t)).collect();
+        run_shape(config, shape, seed, Gaps::LONG, 400, &reconfigurations)
+            .map_err(TestCaseError::fail)?;
+    }
+
+    /// Reconfigurations on the breaker's own time scale, where they land while it is open
+    /// or half-open with probes out.
+    #[test]
+    fn identical_to_the_model_across_reconfigurations_on_busy_timelines(
+        (config, shape) in config(),
+        tweaks in prop::collection::vec(tweak(), 1..=4),
+        seed in any::<u64>(),
+    ) {
+        let longest = config
+            .longest_open_wait()
+            .max(config.max_half_open_wait.unwrap_or(Duration::ZERO));
+        let gaps = Gaps::between(Duration::from_nanos(1), (longest / 4).max(Duration::from_nanos(2)));
+        let reconfigurations: Vec<Config> = tweaks.iter().map(|t| apply(&config, *t)).collect();
+        run_shape(config, shape, seed, gaps, 600, &reconfigurations)
+            .map_err(TestCaseError::fail)?;
     }
 
     /// Gaps up to a tenth of the longest timer, so the breaker also trips, waits, probes and
@@ -200,7 +328,7 @@ proptest! {
             .longest_open_wait()
             .max(config.max_half_open_wait.unwrap_or(Duration::ZERO));
         let gaps = Gaps::between(Duration::from_nanos(1), (longest / 4).max(Duration::from_nanos(2)));
-        run_shape(config, shape, seed, gaps, 600).map_err(TestCaseError::fail)?;
+        run_shape(config, shape, seed, gaps, 600, &[]).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -360,4 +488,57 @@ fn sweep_the_hung_probes_half_open_period_over_three_circles() {
         }
         assert!(points >= 30, "{points}");
     }
+}
+
+/// Opens a fresh twin at 1 s (5 s wait, no jitter: the end is 6 s), lowers the wait to
+/// `lowered` at `at`, then answers the first decision `gap` later, real and model alike.
+fn first_after_lowering(lowered: Duration, at: Instant, gap: Duration) -> Decision {
+    let config = Config {
+        open_jitter_percent: 0,
+        ..Config::DEFAULT
+    };
+    let real = Breaker::new(config).unwrap();
+    let model = Model::time_based(config, resilix::breaker::DEFAULT_WINDOW, 10);
+    let mut twin = BreakerTwin::new(&real, model);
+    let mut rng = SeededRandom::new(gap.as_nanos() as u64);
+    let t0 = Instant::from_secs(1);
+    for _ in 0..config.minimum_calls {
+        assert_eq!(twin.arrive(t0, &mut rng), Ok(Decision::Admitted));
+        twin.end(t0, 0, Some(Verdict::Transient), &mut rng).unwrap();
+    }
+    let lower = Config {
+        open_wait: lowered,
+        ..config
+    };
+    assert_eq!(twin.reconfigure(lower, at), Ok(Ok(())));
+    let decision = twin
+        .arrive(at + gap, &mut rng)
+        .unwrap_or_else(|e| panic!("gap {gap:?}: {e}"));
+    twin.check(at + gap).unwrap();
+    decision
+}
+
+#[test]
+fn sweep_an_open_wait_lowered_in_flight_over_three_circles() {
+    // At 3 s, 3 s of the wait remain. Lowered to 1 s or 4 s, the wait in progress stands:
+    // refused until 6 s, then a probe, after any idle gap.
+    let at = Instant::from_secs(3);
+    let end = Instant::from_secs(6);
+    let mut points = 0;
+    for gap in sweep(
+        3 * circle(Config::DEFAULT.open_wait),
+        Duration::from_millis(250),
+    ) {
+        for lowered in [Duration::from_secs(1), Duration::from_secs(4)] {
+            match first_after_lowering(lowered, at, gap) {
+                Decision::Admitted => assert!(at + gap >= end, "gap {gap:?}: admitted early"),
+                Decision::Refused { retry_at, .. } => {
+                    assert!(at + gap < end, "gap {gap:?}: refused after the end");
+                    assert_eq!(retry_at, Some(end));
+                }
+            }
+        }
+        points += 1;
+    }
+    assert!(points >= 200, "{points}");
 }

@@ -31,6 +31,16 @@
 //!   not a wrap: nothing here is modulo anything.
 //! * **Backwards time**: a timer whose end lies further ahead than its longest run reads as
 //!   over. (The differential runs only move forwards; this is what the rule would be.)
+//! * **Reconfiguration** ([`Model::reconfigure`]) replaces the configuration and keeps
+//!   everything else: the state, its ends, the window, the run of failures, the re-opens,
+//!   the tickets. Each timer keeps its tick; a new longest run must stay under 2^31 of them
+//!   (else `Fixed`, named after the field that sets it), and a half-open bound can be neither
+//!   added nor removed. An end already set stands: the rule above compares with the longest
+//!   run of any configuration so far, and new runs start at the next opening (or half-open
+//!   period). A half-open period
+//!   whose outcomes so far already reach the new `probes_to_close` closes at the next call
+//!   (which is then a closed call), or re-opens there if its failures exceed the new
+//!   `half_open_probes - probes_to_close`, before any other rule of that call.
 //!
 //! Operator states (forced open, disabled) are not modelled: the differential runs do not use
 //! them.
@@ -39,7 +49,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use resilix::Verdict;
-use resilix::breaker::{Breaker, BreakerPermit, CircuitState, Config, OutcomeWindow};
+use resilix::breaker::{
+    Breaker, BreakerPermit, BreakerReconfigureError, CircuitState, Config, ConfigError,
+    OutcomeWindow,
+};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::{Random, SeededRandom};
 use resilix::rejection::RejectReason;
@@ -67,15 +80,32 @@ struct Timer {
     tick: u64,
     /// The longest run, in ticks.
     longest: u64,
+    /// The longest run of any configuration so far, in ticks: how far ahead an end is
+    /// believed.
+    bound: u64,
 }
 
 impl Timer {
     fn new(longest: Duration) -> Timer {
         let tick = tick_for(longest);
+        let longest = nanos(longest).div_ceil(tick);
         Timer {
             tick,
-            longest: nanos(longest).div_ceil(tick),
+            longest,
+            bound: longest,
         }
+    }
+
+    /// This timer's tick with a new longest run, if it stays under 2^31 ticks.
+    fn with_longest(self, longest: Duration) -> Option<Timer> {
+        // Under 2^31 whole ticks, as the real breaker's scale was chosen (rounded down).
+        let fits = nanos(longest) / self.tick < 1 << 31;
+        let longest = nanos(longest).div_ceil(self.tick);
+        fits.then(|| Timer {
+            tick: self.tick,
+            longest,
+            bound: self.bound.max(longest),
+        })
     }
 
     /// Where a run of `d` started at `now` ends, in nanoseconds.
@@ -88,7 +118,7 @@ impl Timer {
     /// Whether the run ending at `end` is over at `now` (or reads too long: time went back).
     fn over(&self, now: u64, end: u64) -> bool {
         let (now, end) = (now / self.tick, end / self.tick);
-        end <= now || end - now > self.longest
+        end <= now || end - now > self.bound
     }
 }
 
@@ -260,6 +290,43 @@ impl Model {
         }
     }
 
+    /// Puts `config` in force (see the module docs), or says why not, changing nothing.
+    pub fn reconfigure(&mut self, config: Config) -> Result<(), BreakerReconfigureError> {
+        config.validate().map_err(BreakerReconfigureError::Config)?;
+        if let Window::Calls { calls, .. } = self.window {
+            let calls = calls as u32;
+            let rates = config.failure_rate_above_percent.is_some() || config.slow_calls.is_some();
+            if rates && calls < config.minimum_calls {
+                return Err(BreakerReconfigureError::Config(
+                    ConfigError::WindowBelowMinimumCalls {
+                        calls,
+                        minimum_calls: config.minimum_calls,
+                    },
+                ));
+            }
+        }
+        let (longest, field) = match config.open_backoff {
+            Some(b) => (b.max_wait, "open_backoff.max_wait"),
+            None => (config.open_wait, "open_wait"),
+        };
+        let open_timer = self
+            .open_timer
+            .with_longest(longest)
+            .ok_or(BreakerReconfigureError::Fixed { field })?;
+        let fixed = BreakerReconfigureError::Fixed {
+            field: "max_half_open_wait",
+        };
+        let half_timer = match (self.half_timer, config.max_half_open_wait) {
+            (Some(t), Some(w)) => Some(t.with_longest(w).ok_or(fixed)?),
+            (None, None) => None,
+            _ => return Err(fixed),
+        };
+        self.config = config;
+        self.open_timer = open_timer;
+        self.half_timer = half_timer;
+        Ok(())
+    }
+
     /// The state, as the real breaker names it.
     pub fn state(&self) -> CircuitState {
         match self.state {
@@ -364,6 +431,15 @@ impl Model {
                 successes,
                 failures,
             } => {
+                let c = &self.config;
+                if successes >= c.probes_to_close {
+                    self.close();
+                    return Ok(ticket(self.period, false));
+                }
+                if failures > c.half_open_probes - c.probes_to_close {
+                    let end = self.open(now, self.reopens.saturating_add(1), rng);
+                    return Err(refused(Some(end)));
+                }
                 if let (Some(t), Some(end)) = (self.half_timer, end)
                     && t.over(now, end)
                 {
@@ -507,6 +583,29 @@ impl<'a, W: OutcomeWindow> BreakerTwin<'a, W> {
     /// The model.
     pub fn model(&self) -> &Model {
         &self.model
+    }
+
+    /// Reconfigures both at `now` with `config`: their answers must be the same (the
+    /// answer), and a real breaker that accepted must report the new config.
+    pub fn reconfigure(
+        &mut self,
+        config: Config,
+        now: Instant,
+    ) -> Result<Result<(), BreakerReconfigureError>, String> {
+        let mut rng = SeededRandom::new(0);
+        let real = self.real.reconfigure(config, &mut Env::new(now, &mut rng));
+        let model = self.model.reconfigure(config);
+        if real != model {
+            return Err(format!("reconfigure: real {real:?}, model {model:?}"));
+        }
+        let expected = self.model.config;
+        if self.real.config() != expected {
+            return Err(format!(
+                "config in force: real {:?}, model {expected:?}",
+                self.real.config()
+            ));
+        }
+        Ok(real)
     }
 }
 

@@ -53,9 +53,14 @@ pub fn v3() -> String {
     )
 }
 
-/// A good change to the breaker's table.
+/// A good change to the breaker's table, of its window: a fresh breaker. (A change of its
+/// thresholds, waits or probe counts alone would reconfigure the live one in place, still
+/// forced open.)
 pub fn v4() -> String {
-    v2().replace("open_wait = \"5s\"", "open_wait = \"2s\"")
+    v2().replace(
+        "open_wait = \"5s\"",
+        "open_wait = \"2s\"\nwindow = { length = \"20s\" }",
+    )
 }
 
 /// How long each phase runs and how the file is watched.

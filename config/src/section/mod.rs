@@ -37,7 +37,7 @@ pub use self::throttler::{LocalRejectionsField, ThrottlerSection};
 
 use crate::error::{ConfigError, join};
 use crate::pipeline::ConfiguredPipeline;
-use crate::policy::{Budget, ConfiguredRetry};
+use crate::policy::{Budget, ConfiguredBreaker, ConfiguredRetry};
 use crate::value::ConfigDuration;
 
 /// One named pipeline: `[pipelines.NAME]` and its policy tables. A table left out is a slot
@@ -103,8 +103,10 @@ impl PipelineConfig {
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
     /// its state kept. A policy whose table changed only in settings it takes in place (of a
     /// pipeline's, today the bulkhead's `max_concurrent`, the limiter's `min_limit` and
-    /// `max_limit`, and the throttler's `accepts_multiplier` and `max_rejection_rate`) is the
-    /// previous policy too, reconfigured: its calls in flight are kept.
+    /// `max_limit`, the throttler's `accepts_multiplier` and `max_rejection_rate`, and the
+    /// breaker's thresholds, waits and probe counts over the same window, where its timers
+    /// hold the new waits: `Breaker::check_reconfigure`) is the previous policy too,
+    /// reconfigured: its calls in flight are kept.
     /// Every other policy is new. The retry policy holds no state of its own and is always
     /// rebuilt; its budget is whatever `budgets` returns, which is how a reload
     /// keeps an unchanged shared budget.
@@ -169,11 +171,36 @@ impl PipelineConfig {
                 |s| s.build(&throttler_path),
             )?,
         };
-        let breaker = slot(
-            &self.breaker,
-            previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
-            |s| s.build(&join(path, "breaker")),
-        )?;
+        let breaker_path = join(path, "breaker");
+        let live_breaker =
+            previous.and_then(|(c, p)| Some((c.breaker.as_ref()?, p.breaker_ref().as_ref()?)));
+        let breaker = match (&self.breaker, live_breaker) {
+            // Same window, and the live breaker takes the new thresholds, waits and probes in
+            // place: the live one, its state, counts and calls in flight kept.
+            (Some(s), Some((old, live)))
+                if old != s && reconfigurable_breaker(old, live, s, &breaker_path).is_some() =>
+            {
+                // Validated as a fresh breaker would be, so its errors name their fields.
+                s.build(&breaker_path)?;
+                let config = reconfigurable_breaker(old, live, s, &breaker_path)
+                    .expect("checked just above");
+                let target = Arc::clone(live);
+                pending.push(move |env| {
+                    // Checked: the only refusal left is another writer racing this one.
+                    while let Err(resilix::breaker::BreakerReconfigureError::Busy) =
+                        target.reconfigure(config, env)
+                    {
+                        std::hint::spin_loop();
+                    }
+                });
+                Some(Arc::clone(live))
+            }
+            _ => slot(
+                &self.breaker,
+                previous.map(|(c, p)| (&c.breaker, p.breaker_ref())),
+                |s| s.build(&breaker_path),
+            )?,
+        };
         let limiter_path = join(path, "limiter");
         let live_limiter =
             previous.and_then(|(c, p)| Some((c.limiter.as_ref()?, p.limiter_ref().as_ref()?)));
@@ -259,6 +286,20 @@ impl Pending {
             f(&mut env);
         }
     }
+}
+
+/// The config a live breaker (built from `old`) takes in place for `section`: the same
+/// window, and nothing its timers cannot hold (`Breaker::check_reconfigure`). `None`: build
+/// a fresh breaker.
+fn reconfigurable_breaker(
+    old: &BreakerSection,
+    live: &ConfiguredBreaker,
+    section: &BreakerSection,
+    path: &str,
+) -> Option<resilix::breaker::Config> {
+    let ((_, before), (after, window)) =
+        (old.core_config(path).ok()?, section.core_config(path).ok()?);
+    (before == window && live.check_reconfigure(&after).is_ok()).then_some(after)
 }
 
 /// Whether two limiter tables mean configs that differ in `min_limit` and `max_limit` only:

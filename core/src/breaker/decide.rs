@@ -2,7 +2,7 @@
 //! full (widened, 64-bit) tick counts, and the counts. No atomics here; `mod.rs` stores what these return with
 //! compare-and-swap, and the tests and fuzzer can drive these directly.
 
-use super::config::Config;
+use super::live::Live;
 use super::window::Totals;
 use super::word::Word;
 use crate::observe::{CircuitState, TransitionCause};
@@ -129,27 +129,33 @@ pub(crate) const fn probe_settled(
     // Decide as soon as the outcome is certain: enough successes, or too many failures for
     // enough successes to remain possible. Exactly one settle crosses either line per epoch,
     // because successes + failures never exceed the probes admitted.
-    if next.successes >= probes_to_close {
-        return Some((
-            word.next(CircuitState::Closed),
-            Some(Transition {
-                from: CircuitState::HalfOpen,
-                to: CircuitState::Closed,
-                cause: TransitionCause::ProbesSucceeded,
-            }),
-        ));
+    match decided(next, probes, probes_to_close) {
+        Some(t) => Some((word.next(t.to), Some(t))),
+        None => Some((next, None)),
     }
-    if next.failures > probes - probes_to_close {
-        return Some((
-            word.next(CircuitState::Open),
-            Some(Transition {
-                from: CircuitState::HalfOpen,
-                to: CircuitState::Open,
-                cause: TransitionCause::ProbesFailed,
-            }),
-        ));
+}
+
+/// Whether half-open's outcomes so far decide it under `probes` and `probes_to_close`: enough
+/// successes close, too many failures for enough successes to remain possible re-open. A
+/// settle decides the moment its outcome crosses a line; a word already past one can only
+/// come from a reconfiguration that moved the lines (see `reconfigure.rs`), and the next call
+/// to arrive decides it.
+pub(crate) const fn decided(word: Word, probes: u8, probes_to_close: u8) -> Option<Transition> {
+    if word.successes >= probes_to_close {
+        return Some(Transition {
+            from: CircuitState::HalfOpen,
+            to: CircuitState::Closed,
+            cause: TransitionCause::ProbesSucceeded,
+        });
     }
-    Some((next, None))
+    if word.failures > probes - probes_to_close {
+        return Some(Transition {
+            from: CircuitState::HalfOpen,
+            to: CircuitState::Open,
+            cause: TransitionCause::ProbesFailed,
+        });
+    }
+    None
 }
 
 /// A probe of `epoch` was dropped: its slot is free again. `None` when it is late.
@@ -171,21 +177,21 @@ const fn rate_above(part: u32, percent: u8, calls: u32) -> bool {
 pub(crate) const fn trip_cause(
     totals: Totals,
     consecutive_failures: u32,
-    config: &Config,
+    live: &Live,
 ) -> Option<TransitionCause> {
-    if totals.calls >= config.minimum_calls {
-        if let Some(p) = config.failure_rate_above_percent
+    if totals.calls >= live.minimum_calls() {
+        if let Some(p) = live.failure_rate_above_percent()
             && rate_above(totals.failures, p, totals.calls)
         {
             return Some(TransitionCause::FailureRate);
         }
-        if let Some(s) = config.slow_calls
-            && rate_above(totals.slow, s.above_percent, totals.calls)
+        if let Some(p) = live.slow_above_percent()
+            && rate_above(totals.slow, p, totals.calls)
         {
             return Some(TransitionCause::SlowCallRate);
         }
     }
-    if let Some(n) = config.consecutive_failures
+    if let Some(n) = live.consecutive_failures()
         && consecutive_failures >= n
     {
         return Some(TransitionCause::ConsecutiveFailures);
@@ -195,24 +201,18 @@ pub(crate) const fn trip_cause(
 
 /// The open wait in nanoseconds after `reopens` consecutive re-opens: grown, capped, then
 /// shortened by the jitter (after the cap, so a fleet at the cap still spreads out).
-pub(crate) fn open_wait_nanos<R: Random + ?Sized>(
-    config: &Config,
-    reopens: u32,
-    rng: &mut R,
-) -> u64 {
-    let base = crate::time::duration_as_nanos_saturating(config.open_wait);
-    let mut wait = base;
-    if let Some(b) = config.open_backoff {
-        let cap = crate::time::duration_as_nanos_saturating(b.max_wait);
+pub(crate) fn open_wait_nanos<R: Random + ?Sized>(live: &Live, reopens: u32, rng: &mut R) -> u64 {
+    let mut wait = live.open_wait_nanos();
+    if let Some((multiplier, cap)) = live.backoff() {
         let mut n = 0;
         // Stops as soon as the cap is reached, so a long streak costs no more than the climb.
-        while n < reopens && wait < cap && b.multiplier_percent > 100 {
-            wait = percent_of(wait, b.multiplier_percent as u64).min(cap);
+        while n < reopens && wait < cap && multiplier > 100 {
+            wait = percent_of(wait, multiplier as u64).min(cap);
             n += 1;
         }
         wait = wait.min(cap);
     }
-    let spread = percent_of(wait, config.open_jitter_percent as u64);
+    let spread = percent_of(wait, live.open_jitter_percent() as u64);
     if spread == 0 {
         wait
     } else {
@@ -232,9 +232,14 @@ fn percent_of(value: u64, percent: u64) -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::breaker::config::{OpenBackoff, SlowCalls};
+    use crate::breaker::config::{Config, OpenBackoff, SlowCalls};
     use crate::random::SeededRandom;
     use core::time::Duration;
+
+    fn live(c: &Config) -> Live {
+        let s = crate::time::ticks::TickScale::covering(c.longest_open_wait());
+        Live::encode(c, s, s)
+    }
 
     fn half_open(epoch: u32, in_flight: u8, successes: u8, failures: u8) -> Word {
         Word {
@@ -391,32 +396,32 @@ mod tests {
             slow: 0,
         };
         assert_eq!(
-            trip_cause(t(19, 19), 0, &c),
+            trip_cause(t(19, 19), 0, &live(&c)),
             None,
             "minimum calls not reached"
         );
         assert_eq!(
-            trip_cause(t(20, 10), 0, &c),
+            trip_cause(t(20, 10), 0, &live(&c)),
             None,
             "exactly half is not above half"
         );
         assert_eq!(
-            trip_cause(t(20, 11), 0, &c),
+            trip_cause(t(20, 11), 0, &live(&c)),
             Some(TransitionCause::FailureRate)
         );
         assert_eq!(
             trip_cause(
                 t(0, 0),
                 0,
-                &Config {
+                &live(&Config {
                     minimum_calls: 1,
                     ..c
-                }
+                })
             ),
             None
         );
         assert_eq!(
-            trip_cause(t(u32::MAX, u32::MAX), 0, &c),
+            trip_cause(t(u32::MAX, u32::MAX), 0, &live(&c)),
             Some(TransitionCause::FailureRate)
         );
         let zero = Config {
@@ -424,9 +429,9 @@ mod tests {
             minimum_calls: 1,
             ..c
         };
-        assert_eq!(trip_cause(t(1, 0), 0, &zero), None);
+        assert_eq!(trip_cause(t(1, 0), 0, &live(&zero)), None);
         assert_eq!(
-            trip_cause(t(1, 1), 0, &zero),
+            trip_cause(t(1, 1), 0, &live(&zero)),
             Some(TransitionCause::FailureRate)
         );
     }
@@ -447,15 +452,18 @@ mod tests {
             failures: 20,
             slow: 11,
         };
-        assert_eq!(trip_cause(slow, 0, &c), Some(TransitionCause::SlowCallRate));
+        assert_eq!(
+            trip_cause(slow, 0, &live(&c)),
+            Some(TransitionCause::SlowCallRate)
+        );
         let few = Totals {
             calls: 2,
             failures: 2,
             slow: 2,
         };
-        assert_eq!(trip_cause(few, 2, &c), None);
+        assert_eq!(trip_cause(few, 2, &live(&c)), None);
         assert_eq!(
-            trip_cause(few, 3, &c),
+            trip_cause(few, 3, &live(&c)),
             Some(TransitionCause::ConsecutiveFailures)
         );
     }
@@ -473,12 +481,12 @@ mod tests {
             ..Config::DEFAULT
         };
         let s = 1_000_000_000u64;
-        assert_eq!(open_wait_nanos(&c, 0, &mut rng), 5 * s);
-        assert_eq!(open_wait_nanos(&c, 1, &mut rng), 10 * s);
-        assert_eq!(open_wait_nanos(&c, 2, &mut rng), 20 * s);
-        assert_eq!(open_wait_nanos(&c, 3, &mut rng), 30 * s);
+        assert_eq!(open_wait_nanos(&live(&c), 0, &mut rng), 5 * s);
+        assert_eq!(open_wait_nanos(&live(&c), 1, &mut rng), 10 * s);
+        assert_eq!(open_wait_nanos(&live(&c), 2, &mut rng), 20 * s);
+        assert_eq!(open_wait_nanos(&live(&c), 3, &mut rng), 30 * s);
         assert_eq!(
-            open_wait_nanos(&c, u32::MAX, &mut rng),
+            open_wait_nanos(&live(&c), u32::MAX, &mut rng),
             30 * s,
             "a long streak stays capped"
         );
@@ -488,7 +496,7 @@ mod tests {
         };
         let mut seen_below = false;
         for _ in 0..200 {
-            let w = open_wait_nanos(&j, 3, &mut rng);
+            let w = open_wait_nanos(&live(&j), 3, &mut rng);
             assert!((27 * s..=30 * s).contains(&w), "{w}");
             seen_below |= w < 29 * s;
         }
@@ -498,7 +506,7 @@ mod tests {
             open_backoff: None,
             ..j
         };
-        assert!(open_wait_nanos(&max, 0, &mut rng) > u64::MAX / 10 * 8);
+        assert!(open_wait_nanos(&live(&max), 0, &mut rng) > u64::MAX / 10 * 8);
     }
 
     #[test]

@@ -20,11 +20,9 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// A breaker over `window`, from a configuration `checked` has accepted as `t`.
     fn with_window(config: Config, t: Timers, window: W) -> Self {
         Breaker {
-            config,
+            settings: t.settings(&config),
             scale: t.scale,
-            longest_wait: t.longest_wait,
             half_scale: t.half_scale,
-            half_wait: t.half_wait,
             state: AtomicU32::new(Word::INITIAL.pack()),
             open_until: TimeWord::new(),
             probe_until: TimeWord::new(),
@@ -40,7 +38,7 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// successes in its window, which only ever keep a circuit closed.
     fn is_idle(&self, now: Instant) -> bool {
         if Word::closed_epoch(self.state.load(Ordering::Acquire)).is_none()
-            || (self.config.consecutive_failures.is_some()
+            || (self.live().consecutive_failures().is_some()
                 && self.consecutive_failures.load(Ordering::Relaxed) != 0)
         {
             return false;
@@ -71,8 +69,8 @@ impl<W> Slot for Entry<W> {
 /// A fixed table of up to `N` breakers, one per key, all with one configuration and window
 /// shape, plus one shared **overflow** breaker. No heap: the memory is fixed by `N` and `W`,
 /// whatever the traffic: one entry (a [`Breaker`] and a 12-byte tag holding its key) per key,
-/// plus the overflow breaker. On 64-bit targets an entry is 384 bytes with the default
-/// ten-bucket time window and 200 with a 112-call [`CallRing<7>`] (`memory_per_key` in the
+/// plus the overflow breaker. On 64-bit targets an entry is 400 bytes with the default
+/// ten-bucket time window and 204 with a 112-call [`CallRing<7>`] (`memory_per_key` in the
 /// tests pins both); each entry keeps its own copy of the configuration so that a key's
 /// decisions read one entry only. A table of no entries does not compile. Construction is
 /// not `const` (each entry is built in turn): keep a table in a `static` through a once-cell,

@@ -64,8 +64,9 @@
 //! `time::era`), and read back as a full 64-bit tick count compared with `now`'s in 64-bit
 //! arithmetic: no idle gap of any length, a second or ten years, changes a decision. Each timer
 //! has its own scale, the finest on which its longest run is under 2^31 ticks (4 ns for the
-//! default 5 s wait, 32 ns for the minute in half-open). A remaining time longer than the
-//! timer's longest run can only come from time going backwards: it reads as over, so the
+//! default 5 s wait, 32 ns for the minute in half-open), fixed when the breaker is built. A
+//! remaining time longer than the timer's longest run (of any configuration in force so far,
+//! see [`Breaker::reconfigure`]) can only come from time going backwards: it reads as over, so the
 //! breaker probes early (and a half-open period ends) rather than waiting for time to catch up.
 //! Time going backwards by more than a quarter of a word's circle leaves that word's era ahead
 //! of the clock, and every end written until time catches up reads as over: the breaker then
@@ -142,6 +143,8 @@
 mod config;
 mod decide;
 mod keyed;
+mod live;
+mod reconfigure;
 mod window;
 mod word;
 
@@ -152,15 +155,18 @@ use core::time::Duration;
 
 pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
 pub use self::keyed::{ForKey, KeyedBreaker, KeyedPermit, Unplaced};
+pub use self::reconfigure::BreakerReconfigureError;
 pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
 pub use crate::observe::{CircuitState, TransitionCause};
 
 use self::decide::{Admission, Clock, Transition};
+use self::live::{Live, WORDS};
 use self::word::Word;
 use crate::observe::{Event, Observer};
 use crate::permit::{Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
+use crate::settings::Settings;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::Instant;
 use crate::time::era::{Era, EraSeen, widen};
@@ -188,14 +194,15 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 /// ```
 #[derive(Debug)]
 pub struct Breaker<W = TimeBuckets<10>> {
-    config: Config,
-    /// The open wait's scale: the finest on which the longest open wait is under 2^31 ticks.
+    /// The configuration in force (thresholds, waits, probe counts, and the two timers'
+    /// lengths in ticks), read once per decision; replaced whole by
+    /// [`reconfigure`](Self::reconfigure).
+    settings: Settings<WORDS>,
+    /// The open wait's scale: the finest on which the longest open wait built with is under
+    /// 2^31 ticks. Fixed: the stored ends are counted in it.
     scale: TickScale,
-    /// The longest open wait, in ticks of `scale`.
-    longest_wait: u32,
-    /// The maximum half-open wait's scale, and that wait in its ticks (0: none configured).
+    /// The maximum half-open wait's scale (the open wait's when there is none). Fixed.
     half_scale: TickScale,
-    half_wait: u32,
     state: AtomicU32,
     /// Where the current open wait ends; meaningful only while open.
     open_until: TimeWord,
@@ -208,34 +215,32 @@ pub struct Breaker<W = TimeBuckets<10>> {
     window: W,
 }
 
-/// The scales and lengths of a valid configuration's two timers.
+/// The scales of a valid configuration's two timers.
 #[derive(Clone, Copy)]
 struct Timers {
     scale: TickScale,
-    longest_wait: u32,
     half_scale: TickScale,
-    half_wait: u32,
+}
+
+impl Timers {
+    crate::sync::const_fn_unless_loom! {
+        /// The settings block of `config` (checked) on these scales.
+        fn settings(self, config: &Config) -> Settings<WORDS> {
+            Settings::new(Live::encode(config, self.scale, self.half_scale).0)
+        }
+    }
 }
 
 const fn checked(config: &Config) -> Result<Timers, ConfigError> {
     if let Err(e) = config.validate() {
         return Err(e);
     }
-    let longest = config.longest_open_wait();
-    let scale = TickScale::covering(longest);
-    let (half_scale, half_wait) = match config.max_half_open_wait {
-        Some(w) => {
-            let s = TickScale::covering(w);
-            (s, s.ticks_in(w))
-        }
-        None => (scale, 0),
+    let scale = TickScale::covering(config.longest_open_wait());
+    let half_scale = match config.max_half_open_wait {
+        Some(w) => TickScale::covering(w),
+        None => scale,
     };
-    Ok(Timers {
-        scale,
-        longest_wait: scale.ticks_in(longest),
-        half_scale,
-        half_wait,
-    })
+    Ok(Timers { scale, half_scale })
 }
 
 /// A stored end of a timer: the low 32 bits of its full tick count, beside their [`Era`]
@@ -255,13 +260,15 @@ impl TimeWord {
     }
 
     /// The stored end: its low bits and era as read (for a writer's compare-and-swap) and
-    /// the full count. `ahead` is the longest the timer runs: how far past its writer's own
-    /// `now` a stored end can point.
+    /// the full count, widened as pointing up to 2^31 ticks past its writer's own `now`: the
+    /// most any run on the timer's scale can last (under 2^31 whole ticks, rounded up),
+    /// whatever configuration wrote it. Whether an end that far ahead is believed is the
+    /// reader's `clock` check, against the longest run of any configuration so far.
     #[inline]
-    fn read(&self, ahead: u32) -> (u32, EraSeen, u64) {
+    fn read(&self) -> (u32, EraSeen, u64) {
         let low = self.low.load(Ordering::Acquire);
         let seen = self.era.read();
-        (low, seen, widen(low, 32, seen, ahead as u64))
+        (low, seen, widen(low, 32, seen, 1 << 31))
     }
 }
 
@@ -335,11 +342,9 @@ impl<const B: usize> Breaker<TimeBuckets<B>> {
                 return Err(ConfigError::WindowShorterThanBuckets);
             }
             Ok(Breaker {
-                config,
+                settings: t.settings(&config),
                 scale: t.scale,
-                longest_wait: t.longest_wait,
                 half_scale: t.half_scale,
-                half_wait: t.half_wait,
                 state: AtomicU32::new(Word::INITIAL.pack()),
                 open_until: TimeWord::new(),
                 probe_until: TimeWord::new(),
@@ -375,11 +380,9 @@ impl<const WORDS: usize> Breaker<CallRing<WORDS>> {
                 });
             }
             Ok(Breaker {
-                config,
+                settings: t.settings(&config),
                 scale: t.scale,
-                longest_wait: t.longest_wait,
                 half_scale: t.half_scale,
-                half_wait: t.half_wait,
                 state: AtomicU32::new(Word::INITIAL.pack()),
                 open_until: TimeWord::new(),
                 probe_until: TimeWord::new(),
@@ -402,9 +405,25 @@ impl<W: OutcomeWindow> Breaker<W> {
         self.word().in_flight as u32
     }
 
-    /// The configuration, as validated.
-    pub const fn config(&self) -> &Config {
-        &self.config
+    /// The configuration in force: the one built with, or the last one
+    /// [`reconfigure`](Self::reconfigure) put in force (durations as the breaker keeps them,
+    /// in whole nanoseconds up to `u64::MAX`, 584 years).
+    pub fn config(&self) -> Config {
+        self.live().config()
+    }
+
+    /// The settings block (a snapshot, for what is not a decision).
+    fn live(&self) -> Live {
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
+        live
+    }
+
+    /// Reads the settings block into `live`, once per decision: in place, since a block of
+    /// this size returned by value is copied (a `memcpy` call on a small target).
+    #[inline(always)]
+    fn load(&self, live: &mut Live) {
+        self.settings.read_into(&mut live.0);
     }
 
     /// Holds the circuit open (isolation) until [`reset`](Self::reset) or
@@ -501,12 +520,10 @@ impl<W: OutcomeWindow> Breaker<W> {
         self.consecutive_failures.store(0, Ordering::Relaxed);
     }
 
-    fn is_slow(&self, admitted_at: Instant, now: Instant) -> bool {
-        match self.config.slow_calls {
-            // Time that went backwards reads as no time at all: never slow.
-            Some(s) => now.saturating_duration_since(admitted_at) >= s.slower_than,
-            None => false,
-        }
+    fn is_slow(live: &Live, admitted_at: Instant, now: Instant) -> bool {
+        // Time that went backwards reads as no time at all: never slow.
+        live.slow_above_percent().is_some()
+            && now.as_nanos().saturating_sub(admitted_at.as_nanos()) >= live.slower_than_nanos()
     }
 
     /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`
@@ -515,16 +532,9 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// overwrite the end of a later transition: its swap finds a newer value, or its re-check
     /// a newer state. Fails with the state word when it no longer reads `from`. Lock-free: a
     /// failed swap means another writer's succeeded.
-    fn publish(
-        &self,
-        word: &TimeWord,
-        ahead: u32,
-        from: u32,
-        now: u64,
-        end: u64,
-    ) -> Result<(), u32> {
+    fn publish(&self, word: &TimeWord, from: u32, now: u64, end: u64) -> Result<(), u32> {
         loop {
-            let (low, seen, _) = word.read(ahead);
+            let (low, seen, _) = word.read();
             let state = self.state.load(Ordering::Acquire);
             if state != from {
                 return Err(state);
@@ -548,21 +558,24 @@ impl<W: OutcomeWindow> Breaker<W> {
     /// was found instead of `from`.
     fn open<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
+        live: &Live,
         from: u32,
         next: Word,
         reopens: u32,
         env: &mut Env<'_, R, O>,
     ) -> Result<u64, u32> {
-        let wait = decide::open_wait_nanos(&self.config, reopens, &mut *env.rng);
+        let wait = decide::open_wait_nanos(live, reopens, &mut *env.rng);
+        // At most this configuration's longest wait: clamped to the bound only so that a wait
+        // can never outrun what a reader believes.
         let ticks = self
             .scale
             .ticks_in(Duration::from_nanos(wait))
-            .clamp(1, self.longest_wait.max(1));
+            .clamp(1, live.open_bound().max(1));
         let now = self.scale.wide(env.now);
         // Saturated at the end of the timeline: the wait ends there rather than past a time
         // that can never come.
         let end = (now + ticks as u64).min(self.scale.wide(Instant::MAX));
-        self.publish(&self.open_until, self.longest_wait, from, now, end)?;
+        self.publish(&self.open_until, from, now, end)?;
         self.state
             .compare_exchange(from, next.pack(), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| end)
@@ -583,10 +596,12 @@ impl<W: OutcomeWindow> Breaker<W> {
             return;
         }
         let failed = verdict.is_failure();
-        let slow = self.is_slow(admitted_at, env.now);
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
+        let slow = Self::is_slow(&live, admitted_at, env.now);
         self.window.record(env.now, failed, slow);
         if failed || slow {
-            self.counted_badly(current, failed, env);
+            self.counted_badly(&live, current, failed, env);
         } else if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
             self.consecutive_failures.store(0, Ordering::Relaxed);
         }
@@ -597,6 +612,7 @@ impl<W: OutcomeWindow> Breaker<W> {
     #[inline(never)]
     fn counted_badly<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
+        live: &Live,
         current: u32,
         failed: bool,
         env: &mut Env<'_, R, O>,
@@ -615,9 +631,10 @@ impl<W: OutcomeWindow> Breaker<W> {
             0
         };
         let totals = self.window.totals(env.now);
-        if let Some(cause) = decide::trip_cause(totals, streak, &self.config)
+        if let Some(cause) = decide::trip_cause(totals, streak, live)
             && self
                 .open(
+                    live,
                     current,
                     Word::unpack(current).next(CircuitState::Open),
                     0,
@@ -639,11 +656,11 @@ impl<W: OutcomeWindow> Breaker<W> {
     #[inline(never)]
     fn settle_probe<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
+        live: &Live,
         epoch: u32,
         succeeded: bool,
         env: &mut Env<'_, R, O>,
     ) {
-        let c = &self.config;
         let mut current = self.state.load(Ordering::Acquire);
         loop {
             let word = Word::unpack(current);
@@ -651,15 +668,15 @@ impl<W: OutcomeWindow> Breaker<W> {
                 word,
                 epoch,
                 succeeded,
-                c.half_open_probes,
-                c.probes_to_close,
+                live.half_open_probes(),
+                live.probes_to_close(),
             ) else {
                 return;
             };
             let reopens = self.reopens.load(Ordering::Relaxed);
             let swapped = match transition {
                 Some(t) if t.to == CircuitState::Open => self
-                    .open(current, next, reopens.saturating_add(1), env)
+                    .open(live, current, next, reopens.saturating_add(1), env)
                     .map(|_| ()),
                 other => {
                     if other.is_some() {
@@ -740,24 +757,27 @@ impl<W: OutcomeWindow> Breaker<W> {
         mut current: u32,
         env: &mut Env<'_, R, O>,
     ) -> Result<BreakerPermit<'_, W>, Rejection> {
+        let mut live = Live([0; WORDS]);
+        self.load(&mut live);
+        let half_wait = live.half_ticks();
         loop {
             let word = Word::unpack(current);
             // The timer of the state read, loaded after the state word (Acquire), so it is at
             // least as new as the transition that produced that state.
             let (clock, scale) = match word.state {
                 CircuitState::Open => {
-                    let (_, _, end) = self.open_until.read(self.longest_wait);
+                    let (_, _, end) = self.open_until.read();
                     let now = self.scale.wide(env.now);
                     (
-                        decide::clock(now, end, self.longest_wait as u64),
+                        decide::clock(now, end, live.open_bound() as u64),
                         self.scale,
                     )
                 }
-                CircuitState::HalfOpen if self.half_wait != 0 => {
-                    let (_, _, end) = self.probe_until.read(self.half_wait);
+                CircuitState::HalfOpen if half_wait != 0 => {
+                    let (_, _, end) = self.probe_until.read();
                     let now = self.half_scale.wide(env.now);
                     (
-                        decide::clock(now, end, self.half_wait as u64),
+                        decide::clock(now, end, live.half_bound() as u64),
                         self.half_scale,
                     )
                 }
@@ -769,7 +789,37 @@ impl<W: OutcomeWindow> Breaker<W> {
                 role,
                 admitted_at: env.now,
             };
-            match decide::admission(word, clock, self.config.half_open_probes) {
+            // Counts a reconfiguration left past a line decide before anything else.
+            let decided = match word.state {
+                CircuitState::HalfOpen => {
+                    decide::decided(word, live.half_open_probes(), live.probes_to_close())
+                }
+                _ => None,
+            };
+            let admission = match decided {
+                Some(t) if t.to == CircuitState::Closed => {
+                    self.forget_history();
+                    if let Err(actual) = self.state.compare_exchange(
+                        current,
+                        word.next(CircuitState::Closed).pack(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    ) {
+                        current = actual;
+                        continue;
+                    }
+                    self.reopens.store(0, Ordering::Relaxed);
+                    self.emit(t, env);
+                    current = self.state.load(Ordering::Acquire);
+                    continue;
+                }
+                Some(transition) => Admission::Expire {
+                    next: word.next(CircuitState::Open),
+                    transition,
+                },
+                None => decide::admission(word, clock, live.half_open_probes()),
+            };
+            match admission {
                 Admission::Counted => return Ok(permit(Role::Counted, word.epoch)),
                 Admission::Bypass => return Ok(permit(Role::Bypass, word.epoch)),
                 Admission::Refuse { until: Some(end) } => {
@@ -781,7 +831,7 @@ impl<W: OutcomeWindow> Breaker<W> {
                 }
                 Admission::Expire { next, transition } => {
                     let reopens = self.reopens.load(Ordering::Relaxed);
-                    match self.open(current, next, reopens.saturating_add(1), env) {
+                    match self.open(&live, current, next, reopens.saturating_add(1), env) {
                         Ok(end) => {
                             self.reopens
                                 .store(reopens.saturating_add(1), Ordering::Relaxed);
@@ -794,13 +844,10 @@ impl<W: OutcomeWindow> Breaker<W> {
                 }
                 Admission::Probe { next, transition } => {
                     // Entering half-open: publish when it ends before the swap that enters.
-                    if transition.is_some() && self.half_wait != 0 {
+                    if transition.is_some() && half_wait != 0 {
                         let now = self.half_scale.wide(env.now);
-                        let end =
-                            (now + self.half_wait as u64).min(self.half_scale.wide(Instant::MAX));
-                        if let Err(actual) =
-                            self.publish(&self.probe_until, self.half_wait, current, now, end)
-                        {
+                        let end = (now + half_wait as u64).min(self.half_scale.wide(Instant::MAX));
+                        if let Err(actual) = self.publish(&self.probe_until, current, now, end) {
                             current = actual;
                             continue;
                         }
@@ -880,8 +927,11 @@ impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
             // `Rejected` counts for nothing: the probe never reached the upstream.
             Role::Probe if !verdict.is_counted() => breaker.drop_probe(this.epoch),
             Role::Probe => {
-                let succeeded = verdict.is_accept() && !breaker.is_slow(this.admitted_at, env.now);
-                breaker.settle_probe(this.epoch, succeeded, env);
+                let mut live = Live([0; WORDS]);
+                breaker.load(&mut live);
+                let succeeded =
+                    verdict.is_accept() && !Breaker::<W>::is_slow(&live, this.admitted_at, env.now);
+                breaker.settle_probe(&live, this.epoch, succeeded, env);
             }
         }
     }

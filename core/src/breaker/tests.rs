@@ -10,7 +10,7 @@ use super::*;
 use crate::random::SeededRandom;
 
 #[derive(Default)]
-struct Log(RefCell<Vec<Event>>);
+pub(super) struct Log(pub(super) RefCell<Vec<Event>>);
 
 impl Observer for Log {
     fn on_event(&self, event: &Event) {
@@ -19,7 +19,7 @@ impl Observer for Log {
 }
 
 impl Log {
-    fn transitions(&self) -> Vec<(CircuitState, CircuitState, TransitionCause)> {
+    pub(super) fn transitions(&self) -> Vec<(CircuitState, CircuitState, TransitionCause)> {
         self.0
             .borrow()
             .iter()
@@ -33,28 +33,28 @@ impl Log {
     }
 }
 
-struct Rig {
+pub(super) struct Rig {
     rng: SeededRandom,
-    log: Log,
+    pub(super) log: Log,
 }
 
 impl Rig {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Rig {
             rng: SeededRandom::new(42),
             log: Log::default(),
         }
     }
-    fn env(&mut self, now: Instant) -> Env<'_, SeededRandom, Log> {
+    pub(super) fn env(&mut self, now: Instant) -> Env<'_, SeededRandom, Log> {
         Env::new(now, &mut self.rng).with_observer(&self.log)
     }
 }
 
-const FAIL: Verdict = Verdict::Transient;
-const OK: Verdict = Verdict::Success;
+pub(super) const FAIL: Verdict = Verdict::Transient;
+pub(super) const OK: Verdict = Verdict::Success;
 use CircuitState::{Closed, Disabled, ForcedOpen, HalfOpen, Open};
 
-fn call<W: OutcomeWindow>(
+pub(super) fn call<W: OutcomeWindow>(
     b: &Breaker<W>,
     env: &mut Env<'_, SeededRandom, Log>,
     verdict: Verdict,
@@ -64,7 +64,7 @@ fn call<W: OutcomeWindow>(
     Ok(())
 }
 
-fn exact(config: Config) -> Config {
+pub(super) fn exact(config: Config) -> Config {
     Config {
         open_jitter_percent: 0,
         ..config
@@ -72,7 +72,7 @@ fn exact(config: Config) -> Config {
 }
 
 /// A default breaker (min 20, above 50 %, 5 s wait, no jitter) opened at t = 1 s.
-fn opened(rig: &mut Rig) -> Breaker {
+pub(super) fn opened(rig: &mut Rig) -> Breaker {
     let b = Breaker::new(exact(Config::DEFAULT)).unwrap();
     let mut env = rig.env(Instant::from_secs(1));
     for _ in 0..20 {

@@ -29,6 +29,11 @@ pub(crate) mod sealed {
         fn record(&self, now: Instant, failed: bool, slow: bool);
         fn totals(&self, now: Instant) -> Totals;
         fn clear(&self);
+        /// The calls a count window holds (what `minimum_calls` must not exceed); `None`
+        /// for a time window.
+        fn calls(&self) -> Option<u32> {
+            None
+        }
     }
 }
 
@@ -134,6 +139,10 @@ impl<const WORDS: usize> CallRing<WORDS> {
 }
 
 impl<const WORDS: usize> sealed::Counts for CallRing<WORDS> {
+    fn calls(&self) -> Option<u32> {
+        Some(self.calls)
+    }
+
     fn record(&self, _now: Instant, failed: bool, slow: bool) {
         let n = self.calls;
         if n == 0 {

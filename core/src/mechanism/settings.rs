@@ -70,6 +70,22 @@ impl<const W: usize> Settings<W> {
         }
     }
 
+    /// [`read`](Self::read) into `words`, for a block of many words: returned by value it
+    /// would be copied (a `memcpy` call on a small target); here each word is stored once.
+    pub fn read_into(&self, words: &mut [u32; W]) {
+        let mut before = self.control.load(Ordering::Acquire);
+        loop {
+            let slot = &self.slots[((before >> 1) & 1) as usize];
+            for (word, stored) in words.iter_mut().zip(slot) {
+                *word = stored.load(Ordering::Acquire);
+            }
+            match self.check(before) {
+                Ok(()) => return,
+                Err(after) => before = after,
+            }
+        }
+    }
+
     /// One attempt at [`read`](Self::read): `None` when two swaps raced it. A single swap,
     /// finished or preempted half-way, never makes it fail. (For the models that check it.)
     #[cfg(any(test, loom))]
@@ -81,6 +97,13 @@ impl<const W: usize> Settings<W> {
     fn read_from(&self, before: u32) -> Result<[u32; W], u32> {
         let slot = &self.slots[((before >> 1) & 1) as usize];
         let words = core::array::from_fn(|i| slot[i].load(Ordering::Acquire));
+        self.check(before).map(|()| words)
+    }
+
+    /// After a slot's words were loaded from the control word `before`: whether they are one
+    /// write's, or the control word to try again from.
+    #[inline(always)]
+    fn check(&self, before: u32) -> Result<(), u32> {
         let after = self.control.load(Ordering::Acquire);
         // From the count at the first load (flag cleared), `after` may have moved by: 0 (the
         // slot untouched), 1 (a writer took the flag: it fills the other slot) or 2 (that swap
@@ -88,7 +111,7 @@ impl<const W: usize> Settings<W> {
         // One subtraction, wrapping with the count; on the hot path of every reader, where
         // the flash counts.
         if after.wrapping_sub(before & !WRITING) <= 2 {
-            Ok(words)
+            Ok(())
         } else {
             Err(after)
         }

@@ -148,6 +148,9 @@ pub enum PolicyKind {
     RateLimiter,
     /// The bulkhead (reconfigured only: it has no reset).
     Bulkhead,
+    /// The circuit breaker (reconfigured only: its reset is a transition,
+    /// [`Event::CircuitTransition`] with cause `Operator`).
+    Breaker,
 }
 
 impl PolicyKind {
@@ -159,6 +162,7 @@ impl PolicyKind {
             PolicyKind::RetryBudget => "retry-budget",
             PolicyKind::RateLimiter => "rate-limiter",
             PolicyKind::Bulkhead => "bulkhead",
+            PolicyKind::Breaker => "breaker",
         }
     }
 }
