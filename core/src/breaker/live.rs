@@ -42,6 +42,33 @@ const HALF_BOUND: usize = 14;
 /// A percentage no valid threshold takes (they are `0..=99`): the threshold is off.
 const OFF: u32 = 0xFF;
 
+/// The slow-call rule alone (the packed word that holds its percentage, and its duration):
+/// all a success needs, three words of the block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlowRule {
+    packed: u32,
+    slower_than: u64,
+}
+
+impl SlowRule {
+    /// The rule's words from a slot of the block, loaded by
+    /// [`Settings::read_with`](crate::settings::Settings::read_with) so they are one write's.
+    #[inline(always)]
+    pub(crate) fn load(slot: &[crate::sync::AtomicU32; WORDS]) -> SlowRule {
+        let word = |i: usize| slot[i].load(crate::sync::Ordering::Acquire);
+        SlowRule {
+            packed: word(PACKED),
+            slower_than: word(SLOWER_THAN) as u64 | ((word(SLOWER_THAN + 1) as u64) << 32),
+        }
+    }
+
+    /// Whether a call `elapsed` nanoseconds long is slow under this rule.
+    #[inline(always)]
+    pub(crate) const fn is_slow(self, elapsed: u64) -> bool {
+        (self.packed >> 8) & 0xFF != OFF && elapsed >= self.slower_than
+    }
+}
+
 /// One block's words. `Copy`, read once per decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Live(pub(crate) [u32; WORDS]);
@@ -133,6 +160,14 @@ impl Live {
     #[inline(always)]
     pub(crate) const fn slower_than_nanos(&self) -> u64 {
         self.wide(SLOWER_THAN)
+    }
+
+    #[inline(always)]
+    pub(crate) const fn slow_rule(&self) -> SlowRule {
+        SlowRule {
+            packed: self.0[PACKED],
+            slower_than: self.wide(SLOWER_THAN),
+        }
     }
 
     #[inline(always)]

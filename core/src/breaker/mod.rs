@@ -160,7 +160,7 @@ pub use self::window::{CallRing, OutcomeWindow, TimeBuckets};
 pub use crate::observe::{CircuitState, TransitionCause};
 
 use self::decide::{Admission, Clock, Transition};
-use self::live::{Live, WORDS};
+use self::live::{Live, SlowRule, WORDS};
 use self::word::Word;
 use crate::observe::{Event, Observer};
 use crate::permit::{Env, Permit, Policy};
@@ -520,10 +520,9 @@ impl<W: OutcomeWindow> Breaker<W> {
         self.consecutive_failures.store(0, Ordering::Relaxed);
     }
 
-    fn is_slow(live: &Live, admitted_at: Instant, now: Instant) -> bool {
+    fn is_slow(rule: SlowRule, admitted_at: Instant, now: Instant) -> bool {
         // Time that went backwards reads as no time at all: never slow.
-        live.slow_above_percent().is_some()
-            && now.as_nanos().saturating_sub(admitted_at.as_nanos()) >= live.slower_than_nanos()
+        rule.is_slow(now.as_nanos().saturating_sub(admitted_at.as_nanos()))
     }
 
     /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`
@@ -596,13 +595,47 @@ impl<W: OutcomeWindow> Breaker<W> {
             return;
         }
         let failed = verdict.is_failure();
+        // A success needs only the slow-call rule: three words of one write, not the block.
+        if !failed
+            && !Self::is_slow(
+                self.settings.read_with(SlowRule::load),
+                admitted_at,
+                env.now,
+            )
+        {
+            self.window.record(env.now, false, false);
+            self.end_streak();
+            return;
+        }
+        self.settle_not_fast(current, failed, admitted_at, env);
+    }
+
+    /// A failure or a slow success: reads the whole block once and judges slowness again
+    /// under it, so the outcome's class and the decision it leads to come from one
+    /// configuration. Out of line: the fast path is a quick success.
+    #[inline(never)]
+    fn settle_not_fast<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        current: u32,
+        failed: bool,
+        admitted_at: Instant,
+        env: &mut Env<'_, R, O>,
+    ) {
         let mut live = Live([0; WORDS]);
         self.load(&mut live);
-        let slow = Self::is_slow(&live, admitted_at, env.now);
+        let slow = Self::is_slow(live.slow_rule(), admitted_at, env.now);
         self.window.record(env.now, failed, slow);
         if failed || slow {
             self.counted_badly(&live, current, failed, env);
-        } else if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
+        } else {
+            self.end_streak();
+        }
+    }
+
+    /// A success ends the failure streak (a store only when there is one to end).
+    #[inline(always)]
+    fn end_streak(&self) {
+        if self.consecutive_failures.load(Ordering::Relaxed) != 0 {
             self.consecutive_failures.store(0, Ordering::Relaxed);
         }
     }
@@ -929,8 +962,8 @@ impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
             Role::Probe => {
                 let mut live = Live([0; WORDS]);
                 breaker.load(&mut live);
-                let succeeded =
-                    verdict.is_accept() && !Breaker::<W>::is_slow(&live, this.admitted_at, env.now);
+                let succeeded = verdict.is_accept()
+                    && !Breaker::<W>::is_slow(live.slow_rule(), this.admitted_at, env.now);
                 breaker.settle_probe(&live, this.epoch, succeeded, env);
             }
         }

@@ -86,6 +86,22 @@ impl<const W: usize> Settings<W> {
         }
     }
 
+    /// `load` over the slot in force: what it loads is one write's, never a mix of two, as
+    /// with [`read`](Self::read), for a reader that needs only some of the words (the
+    /// breaker's success path reads the slow-call rule's three of fifteen). `load` may run
+    /// more than once (once more per retry of the read) and must only load.
+    #[inline]
+    pub fn read_with<T>(&self, load: impl Fn(&[AtomicU32; W]) -> T) -> T {
+        let mut before = self.control.load(Ordering::Acquire);
+        loop {
+            let value = load(&self.slots[((before >> 1) & 1) as usize]);
+            match self.check(before) {
+                Ok(()) => return value,
+                Err(after) => before = after,
+            }
+        }
+    }
+
     /// One attempt at [`read`](Self::read): `None` when two swaps raced it. A single swap,
     /// finished or preempted half-way, never makes it fail. (For the models that check it.)
     #[cfg(any(test, loom))]
@@ -236,6 +252,20 @@ mod tests {
             ([7, 8, 9], 2),
             "back in the first slot"
         );
+    }
+
+    #[test]
+    fn a_partial_read_loads_from_the_slot_in_force() {
+        let s = Settings::new([1, 2, 3]);
+        let last = |s: &Settings<3>| s.read_with(|slot| slot[2].load(Ordering::Acquire));
+        assert_eq!(last(&s), 3);
+        s.replace([4, 5, 6]).unwrap();
+        assert_eq!(last(&s), 6);
+        // A writer half way through fills the other slot: the reader keeps the one in force.
+        let w = s.write().unwrap();
+        s.slots[0][2].store(9, Ordering::Release);
+        assert_eq!(last(&s), 6);
+        drop(w);
     }
 
     #[test]

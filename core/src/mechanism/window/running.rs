@@ -236,10 +236,12 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
 
     /// Adds `deltas[i]` to counter `i` at `now` (the window's total saturating at `u32::MAX`),
     /// first moving the window into `now`'s period if it is behind.
-    // Always: left to LLVM, the two windows of a pipeline (the throttler's and the ratio
-    // budget's) shared one out-of-line add, 77 instructions more per `execute` (callgrind);
-    // inlined, the full-pipeline firmware grows by 148 B.
-    #[inline(always)]
+    // Always inlined where speed is the aim: left to LLVM, the two windows of a pipeline (the
+    // throttler's and the ratio budget's) share one out-of-line add, 77 instructions more per
+    // `execute` (callgrind). Left to LLVM on bare-metal targets, whose builds are sized for
+    // flash: inlined there, the full-pipeline firmware grows by 148 B.
+    #[cfg_attr(not(target_os = "none"), inline(always))]
+    #[cfg_attr(target_os = "none", inline)]
     pub(crate) fn add(&self, now: Instant, deltas: [u32; C]) {
         if B == 0 {
             return;
