@@ -224,4 +224,15 @@ mod tests {
             "clamped to one"
         );
     }
+
+    #[test]
+    fn the_fraction_is_what_the_draw_receives() {
+        // The shed draw is `chance(numerator, denominator)`: the accessors are the decision.
+        let p = Probability::new(3, 7);
+        assert_eq!((p.numerator(), p.denominator()), (3, 7));
+        let clamped = Probability::new(9, 4);
+        assert_eq!((clamped.numerator(), clamped.denominator()), (4, 4));
+        let zero = Probability::new(5, 0);
+        assert_eq!((zero.numerator(), zero.denominator()), (0, 1));
+    }
 }
