@@ -41,10 +41,12 @@ if [ "$count" -eq 0 ]; then
   exit 0
 fi
 shard=""
+planned=$count
 if [ "$count" -gt "$MAX" ]; then
   n=$(((count + MAX - 1) / MAX))
+  planned=$(((count + n - 1) / n))
   shard="--shard 0/$n --sharding round-robin"
-  echo "mutants-ci: $count mutants in the change; testing one in $n ($(((count + n - 1) / n)))," \
+  echo "mutants-ci: $count mutants in the change; testing one in $n ($planned)," \
     "the rest is left to the full run"
 else
   echo "mutants-ci: $count mutants in the change"
@@ -67,8 +69,13 @@ fi
 case "$rc" in
   0 | 3) echo "mutants-ci: every judged mutant was caught" ;;
   124 | 130)
-    echo "mutants-ci: stopped at the ${SECONDS_CAP}s cap; the mutants judged so far were all" \
-      "caught, the others were NOT run"
+    done=$((caught + timeouts + unviable))
+    if [ "$done" -ge "$planned" ]; then
+      echo "mutants-ci: every judged mutant was caught (the ${SECONDS_CAP}s cap came after the last)"
+    else
+      echo "mutants-ci: stopped at the ${SECONDS_CAP}s cap after $done of $planned mutants; those" \
+        "were all caught, the other $((planned - done)) were NOT run"
+    fi
     ;;
   *)
     echo "mutants-ci: FAILED: cargo-mutants exited with $rc (4: the unmutated tests fail," \
