@@ -217,6 +217,11 @@ mod tests {
     #[test]
     fn fractions_compare_by_value() {
         assert!(Probability::new(1, 3) < Probability::new(1, 2));
+        assert_ne!(
+            Probability::new(1, 3),
+            Probability::new(1, 2),
+            "unequal values differ"
+        );
         assert_eq!(Probability::new(5, 0), Probability::ZERO);
         assert_eq!(
             Probability::new(7, 3),
