@@ -5,6 +5,7 @@
 #   bash scripts/mutants.sh core/src/mechanism/slots.rs      # the files given
 #   bash scripts/mutants.sh --in-diff changes.diff           # only what a diff touches (CI-sized)
 #   LIB_ONLY=1 bash scripts/mutants.sh core/src/time/era.rs  # judged by the unit tests alone
+#   MUTANTS_ARGS="--re ceiling" bash scripts/mutants.sh core/src/retry/backoff.rs  # some mutants
 #
 # LIB_ONLY=1 runs only the core's unit tests (`cargo test -p resilix --lib`) for each mutant:
 # about 20 s a mutant instead of 80 s, because the forty-odd integration test binaries are not
@@ -31,6 +32,20 @@ elif [ $# -gt 0 ]; then
 else
   for f in "${FILES[@]}"; do args+=(-f "$f"); done
 fi
+# A mutant's build needs no debugger: without debug info each rebuild and link is smaller.
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-0}"
 test_args=()
-if [ -n "${LIB_ONLY:-}" ]; then test_args=(-- --lib); fi
-exec cargo mutants --no-shuffle -j "${JOBS:-1}" "${args[@]}" --output "${OUT:-.}" "${test_args[@]}"
+# `--cargo-arg`, not `-- --lib`: the build step (`cargo test --no-run`) then builds the unit-test
+# binary alone instead of every integration test binary, about half of each mutant's time.
+if [ -n "${LIB_ONLY:-}" ]; then test_args=(--cargo-arg=--lib); fi
+# SKIP: unit tests not to run for each mutant, as libtest `--skip` filters, split on spaces (the
+# throttler's statistical tests take most of the unit tests' time and judge no breaker or time
+# code beyond what their own tests do); the report names what each file was judged by.
+read -ra skip <<<"${SKIP:-}"
+if [ ${#skip[@]} -gt 0 ]; then
+  test_args+=(-- --)
+  for s in "${skip[@]}"; do test_args+=(--skip "$s"); done
+fi
+# MUTANTS_ARGS: more cargo-mutants options, split on spaces (`--re 'ceiling'`, `--list`).
+read -ra extra <<<"${MUTANTS_ARGS:-}"
+exec cargo mutants --no-shuffle -j "${JOBS:-1}" "${args[@]}" --output "${OUT:-.}" "${extra[@]}" "${test_args[@]}"

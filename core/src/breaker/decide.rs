@@ -527,4 +527,21 @@ mod tests {
             assert_eq!(percent_of(v, p), exact(v, p), "{v} × {p}%");
         }
     }
+
+    #[test]
+    fn a_multiplier_of_one_never_grows_and_a_long_streak_costs_no_loop() {
+        // 100% is valid (no growth); the loop must not run at all, or a streak of four billion
+        // re-opens would spin four billion times on the settle path.
+        let c = Config {
+            open_wait: Duration::from_secs(5),
+            open_jitter_percent: 0,
+            open_backoff: Some(OpenBackoff {
+                multiplier_percent: 100,
+                max_wait: Duration::from_secs(30),
+            }),
+            ..Config::DEFAULT
+        };
+        let mut rng = SeededRandom::new(1);
+        assert_eq!(open_wait_nanos(&c, u32::MAX, &mut rng), 5_000_000_000);
+    }
 }

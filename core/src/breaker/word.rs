@@ -187,4 +187,35 @@ mod tests {
         assert_eq!(Word::unpack(7).state, CircuitState::Closed);
         assert_eq!(Word::INITIAL.pack(), 0);
     }
+
+    #[test]
+    fn the_layout_is_the_documented_one() {
+        // Round trips cannot see a layout change that stays self-consistent (fields moved or
+        // the epoch narrowed): the module docs' bit positions, checked bit by bit.
+        let w = Word {
+            state: CircuitState::HalfOpen,
+            epoch: 1,
+            in_flight: 1,
+            successes: 2,
+            failures: 3,
+        };
+        assert_eq!(w.pack(), 2 | 1 << 3 | 2 << 7 | 3 << 11 | 1 << 15);
+        assert_eq!(EPOCH_MODULUS, 1 << 17, "a permit outlives 2^17 transitions");
+        let top = Word {
+            epoch: EPOCH_MODULUS - 1,
+            ..Word::INITIAL
+        };
+        assert_eq!(top.pack(), u32::MAX << 15);
+    }
+
+    #[test]
+    fn pack_keeps_the_epoch_modulo_its_width() {
+        for epoch in [EPOCH_MODULUS, EPOCH_MODULUS + 5, u32::MAX] {
+            let w = Word {
+                epoch,
+                ..Word::INITIAL
+            };
+            assert_eq!(Word::unpack(w.pack()).epoch, epoch % EPOCH_MODULUS);
+        }
+    }
 }

@@ -166,6 +166,46 @@ mod tests {
         assert!(signal.released_since(seen));
     }
 
+    /// Counts releases and raises apart, so a forwarder that fell back to the trait's default
+    /// `on_slots_added` (n calls of `on_release`) would show.
+    struct Apart<'a> {
+        releases: &'a Cell<u32>,
+        added: &'a Cell<u32>,
+    }
+    impl ReleaseHook for Apart<'_> {
+        fn on_release(&self) {
+            self.releases.set(self.releases.get() + 1);
+        }
+        fn on_slots_added(&self, n: u32) {
+            self.added.set(self.added.get() + n);
+        }
+    }
+
+    #[test]
+    fn a_hook_through_a_reference_sees_every_release_and_raise() {
+        // Adapters keep their waiters outside the policy and lend them (`&SlotWaiters`): the
+        // reference's forwarders are the only path from the signal to those waiters.
+        let (releases, added) = (Cell::new(0), Cell::new(0));
+        let hook = Apart {
+            releases: &releases,
+            added: &added,
+        };
+        let signal: ReleaseSignal<&Apart<'_>> = ReleaseSignal::new(&hook);
+        signal.notify();
+        assert_eq!(
+            (releases.get(), added.get()),
+            (1, 0),
+            "a release reaches the hook"
+        );
+        signal.notify_added(4);
+        assert_eq!(
+            (releases.get(), added.get()),
+            (1, 4),
+            "a raise reaches the hook's own on_slots_added, not the default"
+        );
+        assert_eq!(signal.count(), 2);
+    }
+
     #[test]
     fn the_count_wraps_without_panicking() {
         let signal = ReleaseSignal::new(());

@@ -86,6 +86,21 @@ mod tests {
     }
 
     #[test]
+    fn clear_forgets_every_held_slot() {
+        let s = Slots::new();
+        assert_eq!(s.try_acquire(2), Ok(1));
+        assert_eq!(s.try_acquire(2), Ok(2));
+        assert_eq!(s.try_acquire(2), Err(2));
+        s.clear();
+        assert_eq!(s.held(), 0);
+        assert_eq!(
+            s.try_acquire(2),
+            Ok(1),
+            "a cleared counter admits again at once"
+        );
+    }
+
+    #[test]
     fn many_threads_never_exceed_the_cap() {
         use std::sync::atomic::{AtomicU32 as StdU32, Ordering as O};
         let s = Slots::new();

@@ -247,11 +247,27 @@ mod tests {
     #[test]
     fn fractions_compare_by_value() {
         assert!(Probability::new(1, 3) < Probability::new(1, 2));
+        assert_ne!(
+            Probability::new(1, 3),
+            Probability::new(1, 2),
+            "unequal values differ"
+        );
         assert_eq!(Probability::new(5, 0), Probability::ZERO);
         assert_eq!(
             Probability::new(7, 3),
             Probability::new(1, 1),
             "clamped to one"
         );
+    }
+
+    #[test]
+    fn the_fraction_is_what_the_draw_receives() {
+        // The shed draw is `chance(numerator, denominator)`: the accessors are the decision.
+        let p = Probability::new(3, 7);
+        assert_eq!((p.numerator(), p.denominator()), (3, 7));
+        let clamped = Probability::new(9, 4);
+        assert_eq!((clamped.numerator(), clamped.denominator()), (4, 4));
+        let zero = Probability::new(5, 0);
+        assert_eq!((zero.numerator(), zero.denominator()), (0, 1));
     }
 }

@@ -278,4 +278,20 @@ mod tests {
         assert_eq!(era.read().get(), 1);
         assert_eq!(EraSeen::of(Q, 32), EraSeen(1));
     }
+
+    #[test]
+    fn an_era_past_u32_saturates_instead_of_truncating() {
+        // `u64::MAX` alone cannot tell: its era, 2^34 - 1, truncates to u32::MAX as well.
+        assert_eq!(
+            era_of(1 << 62, 32),
+            u32::MAX,
+            "era 2^32 would truncate to 0"
+        );
+        assert_eq!(era_of((1 << 62) + (5 << 30), 32), u32::MAX);
+        assert_eq!(
+            era_of((1 << 62) - 1, 32),
+            u32::MAX,
+            "the last era that fits"
+        );
+    }
 }

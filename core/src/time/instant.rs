@@ -171,4 +171,30 @@ mod tests {
         assert_eq!(b.min(a), a);
         assert_eq!(a.max(b), b);
     }
+
+    #[test]
+    fn arithmetic_inside_the_range_is_exact() {
+        // The saturating cases above all land on ZERO or MAX; these land in between.
+        let t = Instant::from_secs(3);
+        assert_eq!(t - Duration::from_secs(1), Instant::from_secs(2));
+        assert_eq!(
+            t.saturating_sub(Duration::from_nanos(1)).as_nanos(),
+            2_999_999_999
+        );
+        assert_eq!(
+            t + Duration::from_micros(1),
+            Instant::from_nanos(3_000_001_000)
+        );
+        assert_eq!(t.since_origin(), Duration::from_secs(3));
+        assert_eq!(Instant::from_micros(7).as_nanos(), 7_000);
+        assert_eq!(
+            t.checked_duration_since(Instant::from_secs(1)),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            t.saturating_duration_since(Instant::from_secs(1)),
+            Duration::from_secs(2)
+        );
+        assert_eq!(t.max(Instant::from_secs(1)), t);
+    }
 }

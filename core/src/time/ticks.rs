@@ -168,4 +168,35 @@ mod tests {
         assert_eq!(s.duration_of(2), Duration::from_nanos(2048));
         assert_eq!(s.resolution(), Duration::from_nanos(1024));
     }
+
+    #[test]
+    fn from_shift_clamps_past_63() {
+        for shift in [63, 64, 200, u8::MAX] {
+            assert_eq!(TickScale::from_shift(shift).shift(), 63, "{shift}");
+        }
+        assert_eq!(TickScale::from_shift(62).shift(), 62);
+    }
+
+    #[test]
+    fn instant_at_is_exact_up_to_the_last_whole_tick_then_saturates() {
+        let s = TickScale::from_shift(10);
+        let last = u64::MAX >> 10;
+        assert_eq!(s.instant_at(last), Instant::from_nanos(last << 10));
+        assert_ne!(
+            s.instant_at(last),
+            Instant::MAX,
+            "the last tick starts before the end"
+        );
+        assert_eq!(s.instant_at(last + 1), Instant::MAX);
+        assert_eq!(s.instant_at(3), Instant::from_nanos(3 << 10));
+    }
+
+    #[test]
+    fn instant_after_adds_whole_ticks_and_saturates() {
+        let s = TickScale::from_shift(10);
+        let now = Instant::from_nanos(500);
+        assert_eq!(s.instant_after(now, 2), Instant::from_nanos(500 + 2048));
+        assert_eq!(s.instant_after(now, 0), now);
+        assert_eq!(s.instant_after(Instant::MAX, 1), Instant::MAX);
+    }
 }
