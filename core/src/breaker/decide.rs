@@ -542,6 +542,9 @@ mod tests {
             ..Config::DEFAULT
         };
         let mut rng = SeededRandom::new(1);
-        assert_eq!(open_wait_nanos(&live(&c), u32::MAX, &mut rng), 5_000_000_000);
+        assert_eq!(
+            open_wait_nanos(&live(&c), u32::MAX, &mut rng),
+            5_000_000_000
+        );
     }
 }
