@@ -163,7 +163,8 @@ fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
     );
 
     // Now the breaker's window changes (its table's other fields would reconfigure it in
-    // place): a fresh, closed breaker; the budget's too.
+    // place): a fresh, closed breaker. The token bucket's capacity changes too, which a
+    // bucket takes in place: the same budget, its balance carried over.
     let v3 = v2
         .replace(
             "minimum_calls = 10",
@@ -182,18 +183,18 @@ fn unchanged_policies_keep_their_state_and_changed_ones_start_fresh() {
     };
     assert_eq!(generation, 2);
     assert!(changes.contains(&change("pipelines.payments.breaker", ChangeKind::Fresh)));
-    assert!(changes.contains(&change("budgets.process", ChangeKind::Fresh)));
+    assert!(changes.contains(&change("budgets.process", ChangeKind::Reconfigured)));
     let now = live.pipeline("payments").unwrap();
     assert_eq!(
         now.breaker_ref().as_ref().unwrap().state(),
         CircuitState::Closed
     );
-    let new_budget = now.retry_policy().get().unwrap().budget().get().unwrap();
-    assert!(!Arc::ptr_eq(new_budget, &budget));
+    let same_budget = now.retry_policy().get().unwrap().budget().get().unwrap();
+    assert!(Arc::ptr_eq(same_budget, &budget));
     assert_eq!(
         balance(&live),
-        500_000,
-        "a fresh bucket holds its initial tokens again"
+        spent,
+        "the balance carried over: under the new capacity, not clamped"
     );
 }
 
