@@ -151,6 +151,7 @@ mod word;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+use core::fmt;
 use core::time::Duration;
 
 pub use self::config::{Config, ConfigError, OpenBackoff, SlowCalls};
@@ -192,7 +193,6 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(10);
 /// assert!(Breaker::<CallRing<6>>::count_based(config, 100).is_err(), "6 words hold 96 calls");
 /// # let _ = breaker;
 /// ```
-#[derive(Debug)]
 pub struct Breaker<W = TimeBuckets<10>> {
     /// The configuration in force (thresholds, waits, probe counts, and the two timers'
     /// lengths in ticks), read once per decision; replaced whole by
@@ -213,6 +213,26 @@ pub struct Breaker<W = TimeBuckets<10>> {
     reopens: AtomicU32,
     consecutive_failures: AtomicU32,
     window: W,
+}
+
+// By hand: the settings block's raw words say nothing, so `Debug` shows the configuration
+// in force, decoded (what `resilix-testkit`'s `Description` reads).
+impl<W: fmt::Debug> fmt::Debug for Breaker<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut live = Live([0; WORDS]);
+        self.settings.read_into(&mut live.0);
+        f.debug_struct("Breaker")
+            .field("config", &live.config())
+            .field("scale", &self.scale)
+            .field("half_scale", &self.half_scale)
+            .field("state", &self.state)
+            .field("open_until", &self.open_until)
+            .field("probe_until", &self.probe_until)
+            .field("reopens", &self.reopens)
+            .field("consecutive_failures", &self.consecutive_failures)
+            .field("window", &self.window)
+            .finish()
+    }
 }
 
 /// The scales of a valid configuration's two timers.
