@@ -313,3 +313,21 @@ fn queue_deadline_saturates_at_the_end_of_time() {
     assert_eq!(q.next_deadline().unwrap().instant(), Instant::MAX);
     assert_eq!(q.pop_expired(Instant::MAX), Some(7));
 }
+
+#[test]
+fn a_refusal_carries_the_release_count_it_read_and_sees_a_later_release() {
+    let b = Bulkhead::new(cap(1));
+    // Two releases first, so the count a refusal carries is not the initial zero.
+    drop(b.try_admit().unwrap());
+    drop(b.try_admit().unwrap());
+    let holder = b.try_admit().unwrap();
+    let full = b.try_admit().unwrap_err();
+    assert_eq!((full.held(), full.releases()), (1, 2));
+    assert!(
+        !b.released_since(&full),
+        "nothing was released since the refusal"
+    );
+    drop(holder);
+    assert!(b.released_since(&full));
+    assert_eq!(b.releases(), 3);
+}

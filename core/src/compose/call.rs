@@ -276,3 +276,6 @@ impl<Req, P: Replay<Req> + ?Sized> Replay<Req> for alloc::sync::Arc<P> {
         P::next_request(kept)
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

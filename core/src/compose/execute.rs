@@ -449,3 +449,6 @@ where
     })
     .await
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
