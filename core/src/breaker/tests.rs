@@ -808,3 +808,104 @@ fn it_is_send_sync_and_static() {
     assert_eq!(B.state(), Closed);
     assert_eq!(B.config().minimum_calls, 20);
 }
+
+#[test]
+fn a_slow_success_ends_a_failure_streak_as_a_fast_one_does() {
+    let mut rig = Rig::new();
+    let slow = SlowCalls {
+        slower_than: Duration::from_millis(500),
+        above_percent: 99,
+    };
+    let config = exact(Config {
+        consecutive_failures: Some(3),
+        slow_calls: Some(slow),
+        ..Config::DEFAULT
+    });
+    let b = Breaker::new(config).unwrap();
+    let mut env = rig.env(Instant::from_secs(1));
+    call(&b, &mut env, FAIL).unwrap();
+    call(&b, &mut env, FAIL).unwrap();
+    let p = b.admit(&mut env).unwrap();
+    env.now = env.now + Duration::from_millis(600);
+    p.settle(&OK, &mut env);
+    call(&b, &mut env, FAIL).unwrap();
+    assert_eq!(
+        b.state(),
+        Closed,
+        "the slow success broke the run: one failure since"
+    );
+    call(&b, &mut env, FAIL).unwrap();
+    call(&b, &mut env, FAIL).unwrap();
+    assert_eq!(b.state(), Open);
+    assert_eq!(
+        rig.log.transitions()[0].2,
+        TransitionCause::ConsecutiveFailures
+    );
+}
+
+/// A breaker with `config` (no jitter) opened at t = 1 s by twenty failures.
+fn opened_with(rig: &mut Rig, config: Config) -> Breaker {
+    let b = Breaker::new(exact(config)).unwrap();
+    let mut env = rig.env(Instant::from_secs(1));
+    for _ in 0..20 {
+        call(&b, &mut env, FAIL).unwrap();
+    }
+    assert_eq!(b.state(), Open);
+    b
+}
+
+#[test]
+fn without_a_half_open_bound_a_hung_probe_holds_half_open_however_long() {
+    let mut rig = Rig::new();
+    let b = opened_with(
+        &mut rig,
+        Config {
+            max_half_open_wait: None,
+            half_open_probes: 1,
+            probes_to_close: 1,
+            ..Config::DEFAULT
+        },
+    );
+    let mut env = rig.env(Instant::from_secs(6));
+    let hung = b.admit(&mut env).unwrap();
+    assert_eq!(b.state(), HalfOpen);
+    for later in [
+        Duration::from_secs(61),
+        Duration::from_secs(3_600 * 24 * 365),
+    ] {
+        env.now = Instant::from_secs(6) + later;
+        let refused = b.admit(&mut env).unwrap_err();
+        assert_eq!(
+            (refused.reason(), refused.retry_at(), b.state()),
+            (RejectReason::CircuitOpen, None, HalfOpen),
+            "{later:?} on, the one probe is still out and nothing bounds it"
+        );
+    }
+    drop(hung);
+}
+
+#[test]
+fn the_half_open_bound_counts_from_entering_half_open_not_from_each_probe() {
+    let mut rig = Rig::new();
+    let b = opened_with(
+        &mut rig,
+        Config {
+            max_half_open_wait: Some(Duration::from_secs(60)),
+            half_open_probes: 2,
+            probes_to_close: 2,
+            ..Config::DEFAULT
+        },
+    );
+    let mut env = rig.env(Instant::from_secs(6));
+    let first = b.admit(&mut env).unwrap();
+    env.now = Instant::from_secs(36);
+    let second = b.admit(&mut env).unwrap();
+    assert_eq!(b.state(), HalfOpen);
+    // 60 s after half-open began (not after the second probe): the hung probes count as
+    // failed and the circuit opens again.
+    env.now = Instant::from_secs(67);
+    let refused = b.admit(&mut env).unwrap_err();
+    assert_eq!(b.state(), Open, "{refused:?}");
+    assert!(refused.retry_at().is_some());
+    drop((first, second));
+}

@@ -458,6 +458,40 @@ mod tests {
     }
 
     #[test]
+    fn sums_near_the_ceiling_saturate_whichever_side_is_large() {
+        // A large count plus a small delta, and a small count plus a large delta: either sum
+        // passes u32::MAX, so neither may take the plain add (it would wrap to a small count).
+        let w: TimeWindow<4, 2> = TimeWindow::new(Duration::from_secs(4));
+        w.add(Instant::ZERO, [u32::MAX - 5, 10]);
+        w.add(Instant::ZERO, [10, u32::MAX - 5]);
+        assert_eq!(w.totals(Instant::ZERO), [u32::MAX, u32::MAX]);
+        // Far from the ceiling the plain add is exact.
+        w.add(Instant::from_secs(1), [(1 << 31) - 1, 1]);
+        w.add(Instant::from_secs(1), [(1 << 31) - 1, (1 << 31) - 1]);
+        assert_eq!(w.totals(Instant::from_secs(1)), [u32::MAX, u32::MAX]);
+        assert_eq!(
+            w.totals(Instant::from_millis(4_500)),
+            [u32::MAX - 1, 1 << 31]
+        );
+    }
+
+    #[test]
+    fn clear_forgets_every_count() {
+        let w: TimeWindow<4, 2> = TimeWindow::new(Duration::from_secs(4));
+        w.add(Instant::ZERO, [3, 1]);
+        w.add(Instant::from_secs(2), [1, 4]);
+        assert_eq!(w.totals(Instant::from_secs(2)), [4, 5]);
+        w.clear();
+        assert_eq!(w.totals(Instant::from_secs(2)), [0, 0]);
+        w.add(Instant::from_secs(2), [1, 0]);
+        assert_eq!(
+            w.totals(Instant::from_secs(3)),
+            [1, 0],
+            "and counts again after"
+        );
+    }
+
+    #[test]
     fn tiny_windows_have_eight_nanosecond_buckets() {
         let w: TimeWindow<8, 1> = TimeWindow::new(Duration::ZERO);
         assert_eq!(w.bucket_length(), Duration::from_nanos(8));
