@@ -68,19 +68,40 @@
 //!
 //! # Cost
 //!
-//! No allocation per request after warm-up. The loop borrows the pipeline inside the
-//! service's `Arc`, which only an `async` block can own safely, and stable Rust cannot name an
-//! `async` block's type as `Service::Future`, so the block is boxed (`ResponseFuture` holds a
-//! `dyn Future + Send`); but the box is recycled. A service and its clones share a
-//! [`FuturePool`]: a request takes a box an answered request gave back and writes its future
-//! into it in place (`tokio_util`'s `ReusableBoxFuture`: every request of a service is the same
-//! `async` block, so the layout always fits), and gives it back the moment it answers, when
-//! the block holds nothing any more. A service thus allocates one box for each request it has
-//! ever had in flight at once, keeps up to [`DEFAULT_FUTURE_POOL`] of them
+//! No allocation per request after warm-up, and four atomic read-modify-writes of the Layer's
+//! own beyond what [`Resilience::execute`](resilix::resilience::Resilience::execute) does.
+//!
+//! The loop borrows the pipeline inside the state the service and its clones share
+//! ([`Shared`], behind an `Arc`), which only an `async` block can own safely, and stable Rust
+//! cannot name an `async` block's type as `Service::Future`, so the block is boxed
+//! (`ResponseFuture` holds a `dyn Future + Send`); but the box is recycled. A service and its
+//! clones share a [`FuturePool`]: a request takes a box an answered request gave back and
+//! writes its future into it in place (`tokio_util`'s `ReusableBoxFuture`: every request of a
+//! service is the same `async` block, so the layout always fits; the block is made where it
+//! is stored, not built on the stack and copied), and gives it back the moment it answers,
+//! when the block holds nothing any more. A service thus allocates one box for each request
+//! it has ever had in flight at once, keeps up to [`DEFAULT_FUTURE_POOL`] of them
 //! ([`ResilienceLayer::future_pool`] sets another bound), and allocates nothing per request
-//! once warm; the pool costs two lock and unlock pairs per request, each held for one `pop`
-//! or `push`. Each `Layer::layer` call makes a pool of its own (one allocation, when the
-//! service is built), so a stack built per connection pools per connection.
+//! once warm. Each `Layer::layer` call makes a pool of its own (two allocations when the
+//! service is built: the shared state, and the pool's slots), so a stack built per connection
+//! pools per connection.
+//!
+//! The read-modify-writes (about 9 ns each uncontended on a current x86-64, more when cores
+//! contend for the line) are, per request:
+//! - the `Arc` of the shared state cloned into the request's future, and its release: two.
+//!   The future borrows the pipeline through it and hands it over with its output, and
+//!   `ResponseFuture` gives the box back through it before releasing it, so neither the
+//!   future's `Arc<Resilience>` nor the pool's needs an `Arc` of its own (each would cost a
+//!   clone and a release more);
+//! - taking a box from the pool and giving it back: one compare-and-swap each, the pool being
+//!   a bounded lock-free queue (`crossbeam-queue`'s `ArrayQueue`; a `Mutex` costs a lock and an
+//!   unlock, two, each).
+//!
+//! Counted by callgrind (`N=200000 bash benches/instructions.sh async-execute async-layer`, the
+//! full pipeline and a deadline over an inner service that answers at once): 1,298
+//! instructions and 14 read-modify-writes per request through the Layer, against 1,020 and 10
+//! for [`Resilience::execute`](resilix::resilience::Resilience::execute) (a `Mutex` pool and
+//! an `Arc` each for the pipeline and the pool cost 1,333 and 18).
 //!
 //! A request dropped before it answers (cancelled, or timed out by an outer layer) drops its
 //! future on the spot, permits included, box and all: a later request then allocates a box
@@ -113,6 +134,7 @@ use crate::{Resilience, TokioTimer};
 mod pool;
 
 pub use pool::{DEFAULT_FUTURE_POOL, FuturePool};
+use pool::{HasPool, Home};
 
 /// The boxed error type of `tower`.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -304,15 +326,41 @@ where
 /// is a `BoxError` ("implementation of `From` is not general enough"): rustc proves a spawned
 /// future `Send` with every lifetime erased, and these bounds do not hold for every lifetime.
 /// (The same is why [`Static`](crate::Static) exists for `Resilience::execute`.)
-pub trait Serve<S: Service<Req>, Req, W> {
-    /// Runs one request through the pipeline, its future boxed in one of `pool`'s boxes.
+pub trait Serve<S: Service<Req>, Req, W>: Sized {
+    /// Runs one request through the pipeline, its future boxed in one of the service's
+    /// pooled boxes; the future owns `shared` until it answers.
     fn serve(
-        resilience: Arc<Self>,
+        shared: Arc<Shared<Self, S::Response>>,
         inner: S,
         request: Req,
         options: CallOptions,
-        pool: &Arc<FuturePool<S::Response>>,
     ) -> ResponseFuture<S::Response>;
+}
+
+/// What a [`ResilienceService`] and its clones share: the [`Resilience`] the Layer was given
+/// (`R`) and the [`FuturePool`] of their requests' boxes.
+///
+/// A request's future holds one `Arc` of it while it runs (borrowing the pipeline through
+/// it) and hands it over as it answers, to give the box back through it: the request's only
+/// reference-count change (see the [module docs](self#cost)). Reached through
+/// [`ResilienceService::resilience`] and [`ResilienceService::future_pool`].
+pub struct Shared<R, Resp> {
+    resilience: Arc<R>,
+    pool: FuturePool<Resp>,
+}
+
+impl<R: Send + Sync, Resp> HasPool<Resp> for Shared<R, Resp> {
+    fn pool(&self) -> &FuturePool<Resp> {
+        &self.pool
+    }
+}
+
+impl<R, Resp> fmt::Debug for Shared<R, Resp> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("pool", &self.pool)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S, Req, P, O, C, W> Serve<S, Req, W> for Resilience<P, O, C>
@@ -340,11 +388,10 @@ where
     W: Wait<P>,
 {
     fn serve(
-        resilience: Arc<Self>,
+        shared: Arc<Shared<Self, S::Response>>,
         inner: S,
         request: Req,
         options: CallOptions,
-        pool: &Arc<FuturePool<S::Response>>,
     ) -> ResponseFuture<S::Response> {
         let mut request = Some(request);
         // Each attempt: a clone of the inner service, made ready, called with the request
@@ -360,26 +407,33 @@ where
                 svc.call(request).await
             }
         };
-        let future = async move {
-            let mut slot = None;
-            let mut rng = resilience.lazy_rng(&mut slot);
-            let gate = W::gate(resilience.pipeline(), resilience.timer());
-            let result = execute_gated(
-                resilience.pipeline().as_pipeline(),
-                resilience.timer(),
-                &mut rng,
-                resilience.observer_ref(),
-                options,
-                resilience.classifier_ref(),
-                &gate,
-                attempt,
-            )
-            .await;
-            into_response(result)
+        // Taken before the block moves `shared` in.
+        let spare = shared.pool.take();
+        let make = move || async move {
+            let result = {
+                let resilience = &*shared.resilience;
+                let mut slot = None;
+                let mut rng = resilience.lazy_rng(&mut slot);
+                let gate = W::gate(resilience.pipeline(), resilience.timer());
+                execute_gated(
+                    resilience.pipeline().as_pipeline(),
+                    resilience.timer(),
+                    &mut rng,
+                    resilience.observer_ref(),
+                    options,
+                    resilience.classifier_ref(),
+                    &gate,
+                    attempt,
+                )
+                .await
+            };
+            // Handed over rather than dropped, so `ResponseFuture` can give the box back
+            // without an `Arc` of its own (an unsizing coercion: no count changes).
+            let home: Home<S::Response> = shared;
+            (into_response(result), home)
         };
         ResponseFuture {
-            future: Some(pool.boxed(future)),
-            pool: Arc::clone(pool),
+            future: Some(pool::boxed(spare, make)),
         }
     }
 }
@@ -394,21 +448,22 @@ where
     fn layer(&self, inner: S) -> Self::Service {
         ResilienceService {
             inner,
-            resilience: Arc::clone(&self.resilience),
+            shared: Arc::new(Shared {
+                resilience: Arc::clone(&self.resilience),
+                pool: FuturePool::new(self.pooled),
+            }),
             options: self.options,
             serve: R::serve,
-            pool: Arc::new(FuturePool::new(self.pooled)),
         }
     }
 }
 
 /// The loop for one request, instantiated by the `Layer` (see [`Serve`] for why a pointer).
 type ServeFn<S, Req, R> = fn(
-    Arc<R>,
+    Arc<Shared<R, <S as Service<Req>>::Response>>,
     S,
     Req,
     CallOptions,
-    &Arc<FuturePool<<S as Service<Req>>::Response>>,
 ) -> ResponseFuture<<S as Service<Req>>::Response>;
 
 /// A service whose every request runs through a pipeline. Clones share the policies.
@@ -419,10 +474,9 @@ where
     S: Service<Req>,
 {
     inner: S,
-    resilience: Arc<R>,
+    shared: Arc<Shared<R, S::Response>>,
     options: CallOptions,
     serve: ServeFn<S, Req, R>,
-    pool: Arc<FuturePool<S::Response>>,
 }
 
 impl<S, Req, R> ResilienceService<S, Req, R>
@@ -431,7 +485,7 @@ where
 {
     /// The policies the service's requests run through (shared by every clone).
     pub fn resilience(&self) -> &Arc<R> {
-        &self.resilience
+        &self.shared.resilience
     }
 
     /// The boxes of answered requests waiting for the next ones (shared by every clone).
@@ -454,7 +508,7 @@ where
     /// # });
     /// ```
     pub fn future_pool(&self) -> &FuturePool<S::Response> {
-        &self.pool
+        &self.shared.pool
     }
 }
 
@@ -465,10 +519,9 @@ where
     fn clone(&self) -> Self {
         ResilienceService {
             inner: self.inner.clone(),
-            resilience: Arc::clone(&self.resilience),
+            shared: Arc::clone(&self.shared),
             options: self.options,
             serve: self.serve,
-            pool: Arc::clone(&self.pool),
         }
     }
 }
@@ -481,7 +534,7 @@ where
         f.debug_struct("ResilienceService")
             .field("inner", &self.inner)
             .field("options", &self.options)
-            .field("pool", &self.pool)
+            .field("pool", &self.shared.pool)
             .finish_non_exhaustive()
     }
 }
@@ -503,11 +556,10 @@ where
 
     fn call(&mut self, request: Req) -> Self::Future {
         (self.serve)(
-            Arc::clone(&self.resilience),
+            Arc::clone(&self.shared),
             self.inner.clone(),
             request,
             self.options,
-            &self.pool,
         )
     }
 }
@@ -523,7 +575,6 @@ where
 pub struct ResponseFuture<Resp> {
     /// `None` once it has answered: the box is back in the pool.
     future: Option<pool::Boxed<Resp>>,
-    pool: Arc<FuturePool<Resp>>,
 }
 
 impl<Resp> Future for ResponseFuture<Resp> {
@@ -534,11 +585,13 @@ impl<Resp> Future for ResponseFuture<Resp> {
         let Some(future) = this.future.as_mut() else {
             panic!("`ResponseFuture` polled after it answered");
         };
-        let output = ready!(future.poll(cx));
+        let (output, home) = ready!(future.poll(cx));
         // Answered: the `async` block has dropped everything it held, so its box can go.
         if let Some(answered) = this.future.take() {
-            this.pool.give_back(answered);
+            home.pool().give_back(answered);
         }
+        // `home` goes last: if every service is gone, it frees the pool, this box included.
+        drop(home);
         Poll::Ready(output)
     }
 }

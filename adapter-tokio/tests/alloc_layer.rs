@@ -5,7 +5,8 @@
 //! which here allocates nothing: both when the inner service answers and when every attempt
 //! times out and is retried after a backoff. Then what the pool keeps: nothing alive (a pooled
 //! box holds no `Arc`), no cancelled request's box, no more than its bound, and it serves many
-//! concurrent requests on a multi-thread runtime. (`alloc_full_pipeline.rs` covers
+//! concurrent requests on a multi-thread runtime; and a request that outlives its service frees
+//! what the service's clones shared once it answers. (`alloc_full_pipeline.rs` covers
 //! `Resilience::execute`, which allocates nothing.)
 //!
 //! The counter is per thread; a current-thread runtime polls every future on the thread that
@@ -27,7 +28,7 @@ use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix_testkit::{Counting as Gate, FixedRetry};
 use resilix_tokio::Resilience;
 use resilix_tokio::tower::{BoxError, ResilienceLayer, ServiceError};
-use tower::{Service, ServiceBuilder, ServiceExt};
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 
 #[global_allocator]
 static GLOBAL: CountingAllocator = CountingAllocator;
@@ -144,9 +145,24 @@ fn paused() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// An inner service that answers after 10 ms, each of whose clones holds `token`.
+fn holding(
+    token: &Arc<()>,
+) -> impl Service<u32, Response = u32, Error = BoxError, Future: Send> + Clone + Send + 'static {
+    let held = Arc::clone(token);
+    tower::service_fn(move |n: u32| {
+        let _held = Arc::clone(&held);
+        async move {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            Ok::<_, BoxError>(n)
+        }
+    })
+}
+
 /// An answered request's box goes back to the pool holding nothing: the `async` block dropped
-/// its captures (the service's `Arc<Resilience>`, the inner service's clones) when it
-/// returned, so the pool keeps neither policies nor services alive.
+/// its captures (the inner service's clones) and handed over the service's shared state when
+/// it returned, so the pool keeps neither policies nor services alive; and a request that
+/// outlives every service frees what they shared once it answers.
 #[test]
 fn a_pooled_box_holds_nothing_alive() {
     paused().block_on(async {
@@ -154,22 +170,16 @@ fn a_pooled_box_holds_nothing_alive() {
             Pipeline::new().attempt_timeout(Duration::from_secs(1)),
         ));
         let token = Arc::new(());
-        let held = Arc::clone(&token);
         let mut svc = ServiceBuilder::new()
             .layer(ResilienceLayer::shared(Arc::clone(&resilience)))
-            .service_fn(move |n: u32| {
-                let _held = Arc::clone(&held);
-                async move {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    Ok::<_, BoxError>(n)
-                }
-            });
+            .service(holding(&token));
         let (policies, services) = (Arc::strong_count(&resilience), Arc::strong_count(&token));
         let mut request = std::pin::pin!(svc.ready().await.unwrap().call(1));
         assert!(poll_once(request.as_mut()).is_pending());
-        // In flight: the future holds the `Arc` and the inner service's clones.
-        assert!(Arc::strong_count(&resilience) > policies);
+        // In flight: the future holds the inner service's clones, and the policies through the
+        // service's shared state (not an `Arc` of the `Resilience` of its own).
         assert!(Arc::strong_count(&token) > services);
+        assert_eq!(Arc::strong_count(&resilience), policies);
         assert_eq!(request.await.unwrap(), 1);
         assert_eq!(
             svc.future_pool().len(),
@@ -178,6 +188,27 @@ fn a_pooled_box_holds_nothing_alive() {
         );
         assert_eq!(Arc::strong_count(&resilience), policies);
         assert_eq!(Arc::strong_count(&token), services);
+
+        // A request in flight keeps the service's shared state (policies and pool) alive after
+        // every service is dropped, answers, and then frees it: its box goes back to the pool
+        // and the pool goes with the last reference, so nothing outlives the request.
+        let mut request = std::pin::pin!(svc.ready().await.unwrap().call(2));
+        assert!(poll_once(request.as_mut()).is_pending());
+        drop(svc);
+        // The service's own inner service is gone; the request's clones are not.
+        assert!(Arc::strong_count(&token) > 1);
+        assert_eq!(
+            Arc::strong_count(&resilience),
+            2,
+            "the shared state is alive"
+        );
+        assert_eq!(request.await.unwrap(), 2);
+        assert_eq!(
+            Arc::strong_count(&resilience),
+            1,
+            "the shared state is freed"
+        );
+        assert_eq!(Arc::strong_count(&token), 1);
     });
 }
 
@@ -221,6 +252,30 @@ fn a_cancelled_request_frees_its_box() {
             "the next request boxes its future anew"
         );
         assert_eq!(svc.future_pool().len(), 1);
+    });
+}
+
+/// A service's clones share one pool, and each `Layer::layer` call makes its own: a box given
+/// back through a clone serves the original's next request, never another layer call's.
+#[test]
+fn clones_share_a_pool_and_each_layer_call_has_its_own() {
+    paused().block_on(async {
+        let layer = ResilienceLayer::new(Resilience::new(Pipeline::new())).future_pool(4);
+        let mut first = layer.layer(Echo);
+        let other = layer.layer(Echo);
+        let mut clone = first.clone();
+        clone.ready().await.unwrap().call(1).await.unwrap();
+        assert_eq!(
+            first.future_pool().len(),
+            1,
+            "the clone's box is the service's"
+        );
+        assert!(other.future_pool().is_empty(), "another layer call's pool");
+        assert_eq!(other.future_pool().max(), 4);
+        let before = allocations();
+        first.ready().await.unwrap().call(2).await.unwrap();
+        assert_eq!(allocations() - before, 0, "the clone's box is reused");
+        assert!(Arc::ptr_eq(first.resilience(), other.resilience()));
     });
 }
 

@@ -3,87 +3,84 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
+use crossbeam_queue::ArrayQueue;
 use tokio_util::sync::ReusableBoxFuture;
 
 use super::BoxError;
 
-/// One request's future, boxed in an allocation the next request can take over.
-pub(super) type Boxed<Resp> = ReusableBoxFuture<'static, Result<Resp, BoxError>>;
+/// One request's future, boxed in an allocation the next request can take over. It answers
+/// with the response and the service's [`Home`], which the future owned while it ran and
+/// hands over as it returns, so that `ResponseFuture` can give the box back without an `Arc`
+/// of its own.
+pub(super) type Boxed<Resp> = ReusableBoxFuture<'static, (Result<Resp, BoxError>, Home<Resp>)>;
+
+/// The pool an answered request gives its box back to, through the service's shared state
+/// with its policies' type erased (an unsizing coercion of the request's `Arc`: no
+/// reference-count change).
+pub(super) type Home<Resp> = Arc<dyn HasPool<Resp>>;
+
+/// What holds a service's [`FuturePool`]: the state a service and its clones share.
+pub(super) trait HasPool<Resp>: Send + Sync {
+    fn pool(&self) -> &FuturePool<Resp>;
+}
 
 /// How many boxes a service and its clones keep, unless
 /// [`ResilienceLayer::future_pool`](super::ResilienceLayer::future_pool) says otherwise.
 ///
-/// Ours: 1024 covers the requests a service has in flight at once in most deployments (a
-/// bulkhead's default is 25 attempts), while bounding what a past burst leaves behind to
-/// 1024 futures (about 760 KiB for the full pipeline's ≈ 760-byte future). Requests in
-/// flight beyond it still run; their boxes are freed when they answer, so each request over
-/// the cap costs one allocation.
-pub const DEFAULT_FUTURE_POOL: usize = 1024;
+/// Ours: 128, about five times the requests a default bulkhead lets run at once (25), so a
+/// service behind one never allocates after warm-up, and a bound on what a past burst leaves
+/// behind (128 futures: about 95 KiB for the full pipeline's ≈ 760-byte future). The pool's
+/// slots are allocated up front when the service is built (a lock-free bounded queue is a
+/// fixed array): 24 bytes a slot, a box's pointer and a stamp, so 3 KiB at this default, per
+/// `Layer::layer` call, whether or not a request ever comes. Requests in flight beyond the
+/// bound still run; their boxes are freed when they answer, so each request over the bound
+/// costs one allocation. A server with more requests in flight at once raises it; a stack
+/// built per connection may lower it.
+pub const DEFAULT_FUTURE_POOL: usize = 128;
 
 /// The boxes of a service's answered requests, shared by the service and its clones, each
 /// taken over by a later request of the same service (made by the Layer: see the
 /// [module docs](super#cost)).
 ///
 /// Only a box whose future has answered comes back: the `async` block then holds nothing
-/// (its captures, the pipeline's `Arc` and the inner service's clone among them, are dropped
-/// when it returns), so a pooled box keeps neither policies nor services alive. A request
-/// dropped before it answered drops its future on the spot, box included.
+/// (its captures, the inner service's clone among them, are dropped or handed over when it
+/// returns), so a pooled box keeps neither policies nor services alive. A request dropped
+/// before it answered drops its future on the spot, box included.
 ///
-/// A `Mutex<Vec<_>>`: the lock is held for one `pop` or `push` of a pointer, which neither
-/// allocates (after warm-up) nor drops anything, so contention lasts a few instructions; a
-/// lock-free stack of boxes would need `unsafe` (its ABA problem), which this crate forbids.
+/// A bounded lock-free queue (`crossbeam-queue`'s `ArrayQueue`): a take or a give-back is
+/// one compare-and-swap, where a `Mutex` around a `Vec` costs a lock and an unlock (two
+/// read-modify-writes) each. A pool of 0 keeps no queue at all.
 pub struct FuturePool<Resp> {
-    boxes: Mutex<Vec<Boxed<Resp>>>,
-    max: usize,
+    /// `None` for a pool of 0 (an `ArrayQueue` cannot be empty-sized).
+    boxes: Option<ArrayQueue<Boxed<Resp>>>,
 }
 
 impl<Resp> FuturePool<Resp> {
-    /// An empty pool keeping up to `max` boxes.
+    /// An empty pool keeping up to `max` boxes (its `max` slots allocated now).
     pub(super) fn new(max: usize) -> Self {
         FuturePool {
-            boxes: Mutex::new(Vec::new()),
-            max,
+            boxes: (max > 0).then(|| ArrayQueue::new(max)),
         }
     }
 
-    /// `future` in a pooled box, or a new one when none is free (warm-up, or more requests
-    /// in flight than ever before).
-    pub(super) fn boxed<F>(&self, future: F) -> Boxed<Resp>
-    where
-        F: Future<Output = Result<Resp, BoxError>> + Send + 'static,
-    {
-        let pooled = self.lock().pop();
-        match pooled {
-            // Every request of a service is the same `async` block type, so the layouts match
-            // and `set` writes in place; it would reallocate otherwise, never misbehave.
-            Some(mut boxed) => {
-                boxed.set(future);
-                boxed
-            }
-            None => ReusableBoxFuture::new(future),
-        }
+    /// A box for the next request's future (see [`boxed`]), if one is free.
+    pub(super) fn take(&self) -> Option<Boxed<Resp>> {
+        self.boxes.as_ref().and_then(ArrayQueue::pop)
     }
 
     /// Keeps the box of an answered request, or frees it if the pool is full.
     pub(super) fn give_back(&self, boxed: Boxed<Resp>) {
-        let excess = {
-            let mut boxes = self.lock();
-            if boxes.len() < self.max {
-                boxes.push(boxed);
-                None
-            } else {
-                Some(boxed)
-            }
-        };
-        // Freed outside the lock.
-        drop(excess);
+        if let Some(boxes) = &self.boxes {
+            // Full: `push` hands the box back, and it is freed here.
+            let _ = boxes.push(boxed);
+        }
     }
 
     /// How many boxes are waiting for a request.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.boxes.as_ref().map_or(0, ArrayQueue::len)
     }
 
     /// Whether no box is waiting (the next request allocates one).
@@ -93,13 +90,28 @@ impl<Resp> FuturePool<Resp> {
 
     /// The most boxes it keeps.
     pub fn max(&self) -> usize {
-        self.max
+        self.boxes.as_ref().map_or(0, ArrayQueue::capacity)
     }
+}
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Boxed<Resp>>> {
-        // A `pop` or `push` cannot leave the list half-changed, so a panic elsewhere while
-        // holding the lock (there is none) would not make the boxes unusable.
-        self.boxes.lock().unwrap_or_else(PoisonError::into_inner)
+/// The future `make` makes, in the `spare` box [`FuturePool::take`] found, or in a new one
+/// when none was free (warm-up, or more requests in flight than ever before). Apart from
+/// `take` so that the future can own what holds the pool; made here, where it is stored, so
+/// that it is written into the box in place rather than built and then copied (about 760
+/// bytes for the full pipeline).
+#[inline(always)]
+pub(super) fn boxed<Resp, F>(spare: Option<Boxed<Resp>>, make: impl FnOnce() -> F) -> Boxed<Resp>
+where
+    F: Future<Output = (Result<Resp, BoxError>, Home<Resp>)> + Send + 'static,
+{
+    match spare {
+        // Every request of a service is the same `async` block type, so the layouts match and
+        // `set` writes in place; it would reallocate otherwise, never misbehave.
+        Some(mut spare) => {
+            spare.set(make());
+            spare
+        }
+        None => ReusableBoxFuture::new(make()),
     }
 }
 
@@ -107,7 +119,61 @@ impl<Resp> fmt::Debug for FuturePool<Resp> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FuturePool")
             .field("len", &self.len())
-            .field("max", &self.max)
+            .field("max", &self.max())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `DEFAULT_FUTURE_POOL`'s docs say a slot costs: the box's (wide) pointer and the
+    /// queue's stamp.
+    #[test]
+    fn a_slot_is_a_wide_pointer_and_a_stamp() {
+        assert_eq!(
+            size_of::<Boxed<u64>>() + size_of::<usize>(),
+            24,
+            "update DEFAULT_FUTURE_POOL's docs"
+        );
+    }
+
+    #[test]
+    fn a_pool_of_zero_keeps_nothing_and_has_no_queue() {
+        let pool = FuturePool::<u32>::new(0);
+        assert!(pool.boxes.is_none());
+        assert_eq!((pool.len(), pool.max()), (0, 0));
+    }
+
+    #[test]
+    fn a_full_pool_frees_what_it_is_given() {
+        struct Nowhere;
+        impl HasPool<u32> for Nowhere {
+            fn pool(&self) -> &FuturePool<u32> {
+                unreachable!("not polled")
+            }
+        }
+        let pool = FuturePool::<u32>::new(2);
+        let home: Home<u32> = Arc::new(Nowhere);
+        // Three requests in flight at once, on an empty pool: three new boxes.
+        let in_flight: Vec<_> = (0..3)
+            .map(|_| {
+                let home = Arc::clone(&home);
+                boxed(pool.take(), || async move { (Ok(1), home) })
+            })
+            .collect();
+        for answered in in_flight {
+            pool.give_back(answered);
+        }
+        assert_eq!((pool.len(), pool.max()), (2, 2));
+        // The third box was dropped, its unpolled future (and `Arc`) with it; the two pooled
+        // ones still hold theirs, having never run.
+        assert_eq!(Arc::strong_count(&home), 3);
+        let other: Home<u32> = Arc::new(Nowhere);
+        let taken = boxed(pool.take(), || async move { (Ok(2), other) });
+        assert_eq!(pool.len(), 1);
+        assert_eq!(Arc::strong_count(&home), 2, "`set` dropped the old future");
+        drop(taken);
     }
 }
