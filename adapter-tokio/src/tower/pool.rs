@@ -29,12 +29,13 @@ pub(super) trait HasPool<Resp>: Send + Sync {
 /// How many boxes a service and its clones keep, unless
 /// [`ResilienceLayer::future_pool`](super::ResilienceLayer::future_pool) says otherwise.
 ///
-/// Ours: 128, about five times the requests a default bulkhead lets run at once (25), so a
-/// service behind one never allocates after warm-up, and a bound on what a past burst leaves
-/// behind (128 futures: about 95 KiB for the full pipeline's ≈ 760-byte future). The pool's
-/// slots are allocated up front when the service is built (a lock-free bounded queue is a
-/// fixed array): 24 bytes a slot, a box's pointer and a stamp, so 3 KiB at this default, per
-/// `Layer::layer` call, whether or not a request ever comes. Requests in flight beyond the
+/// Ours: 128, about five times the attempts a default bulkhead lets run at once (25), so the
+/// requests such a service has in flight fit with room to spare (refused ones hold a box
+/// until their first poll too), while bounding what a past burst leaves behind (128 futures:
+/// about 95 KiB for the full pipeline's ≈ 760-byte future). The pool's slots are allocated
+/// up front when the service is built (a lock-free bounded queue is a fixed array): 24 bytes a
+/// slot, a box's pointer and a stamp, so 3 KiB at this default (24 KiB at the 1024 the pool
+/// had when it grew on demand), per `Layer::layer` call, whether or not a request ever comes. Requests in flight beyond the
 /// bound still run; their boxes are freed when they answer, so each request over the bound
 /// costs one allocation. A server with more requests in flight at once raises it; a stack
 /// built per connection may lower it.
