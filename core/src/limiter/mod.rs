@@ -578,3 +578,6 @@ impl<H: ReleaseHook> Drop for LimiterPermit<'_, H> {
         self.limiter.released.notify();
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

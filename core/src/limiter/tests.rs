@@ -1,0 +1,61 @@
+//! The limiter's gauges and the wait protocol's reads, judged where they are written (the
+//! algorithms' arithmetic is judged against the reference model: core/tests/differential_limiter.rs).
+
+use super::*;
+use crate::permit::Policy;
+use crate::random::SeededRandom;
+
+/// Two slots, and a queue zone of two places (`queue_factor` 2) on one rung: no place is shed.
+fn two_and_two() -> Limiter {
+    Limiter::new(LimiterConfig {
+        initial_limit: 2,
+        min_limit: 1,
+        queue_factor: 2.0,
+        queue_rungs: 1,
+        ..LimiterConfig::gradient2()
+    })
+    .unwrap()
+}
+
+#[test]
+fn room_gauges_and_the_release_count_follow_every_slot() {
+    let limiter = two_and_two();
+    let mut rng = SeededRandom::new(3);
+    let mut env = Env::new(Instant::from_secs(1), &mut rng);
+    assert!(limiter.has_room());
+    let first = limiter.admit(&mut env).unwrap();
+    assert!(limiter.has_room(), "one of two slots held");
+    let second = limiter.admit(&mut env).unwrap();
+    assert!(!limiter.has_room(), "both held: a call now would not fit");
+    assert_eq!(limiter.in_flight(), 2);
+
+    let seen = limiter.releases();
+    assert_eq!(seen, 0);
+    assert!(!limiter.released_since(seen));
+    drop(first);
+    assert_eq!(limiter.releases(), 1);
+    assert!(limiter.released_since(seen));
+    assert!(!limiter.released_since(limiter.releases()));
+    drop(second);
+    assert_eq!(limiter.releases(), 2);
+    assert!(limiter.has_room());
+}
+
+#[test]
+fn waiting_places_are_counted_bounded_and_given_back() {
+    let limiter = two_and_two();
+    assert_eq!(limiter.waiting(), 0);
+    let a = limiter.wait_place().expect("the zone has two places");
+    assert_eq!(limiter.waiting(), 1);
+    let b = limiter.wait_place().expect("and a second");
+    assert_eq!(limiter.waiting(), 2);
+    assert_eq!(
+        limiter.wait_place().err().map(|r| r.reason()),
+        Some(RejectReason::LimiterFull),
+        "the zone holds limit × (queue_factor − 1) places"
+    );
+    drop(a);
+    assert_eq!(limiter.waiting(), 1);
+    drop(b);
+    assert_eq!(limiter.waiting(), 0);
+}
