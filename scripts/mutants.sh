@@ -91,6 +91,8 @@ if [ ${#skip[@]} -gt 0 ]; then
 fi
 # MUTANTS_ARGS: more cargo-mutants options, split on spaces (`--re 'ceiling'`, `--list`).
 read -ra extra <<<"${MUTANTS_ARGS:-}"
+# MUTANTS_RE: one regex of mutant names to test (spaces kept), e.g. a pass's survivors again.
+if [ -n "${MUTANTS_RE:-}" ]; then extra+=(--re "$MUTANTS_RE"); fi
 # Every feature on: code behind `alloc` (the `Arc` forwarders) is compiled and judged too, as
 # CI's `cargo test -p resilix --all-features` does.
 exec cargo mutants --no-shuffle --all-features -j "${JOBS:-1}" "${args[@]}" --output "${OUT:-.}" "${extra[@]}" "${test_args[@]}"
