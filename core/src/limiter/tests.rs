@@ -59,3 +59,29 @@ fn waiting_places_are_counted_bounded_and_given_back() {
     drop(b);
     assert_eq!(limiter.waiting(), 0);
 }
+
+#[test]
+fn a_permit_remembers_what_it_was_admitted_under() {
+    let limiter = two_and_two();
+    let mut rng = SeededRandom::new(3);
+    let mut env = Env::new(Instant::from_secs(7), &mut rng);
+    let first = limiter.admit(&mut env).unwrap();
+    env.now = Instant::from_secs(8);
+    let second = limiter.admit(&mut env).unwrap();
+    assert_eq!(
+        (
+            first.in_flight_at_admission(),
+            first.limit_at_admission(),
+            first.admitted_at()
+        ),
+        (1, 2, Instant::from_secs(7))
+    );
+    assert_eq!(
+        (
+            second.in_flight_at_admission(),
+            second.limit_at_admission(),
+            second.admitted_at()
+        ),
+        (2, 2, Instant::from_secs(8))
+    );
+}
