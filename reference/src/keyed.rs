@@ -10,7 +10,7 @@
 //!   the overflow model, shared by every key without an entry.
 //! * `evict_idle` frees every idle entry.
 //!
-//! The keyed breaker, budget, bulkhead and throttler are modelled on it; their twins share
+//! The keyed rate limiter, breaker, budget, bulkhead and throttler are modelled on it; their twins share
 //! [`Arrivals`] (which key each arrival is for, and when `evict_idle` comes first) and
 //! [`agree`] / [`agree_home`] for what they compare.
 
@@ -29,7 +29,7 @@ pub trait Idle {
 }
 
 /// One placed key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placed<M> {
     /// The key.
     pub key: u64,
@@ -49,7 +49,7 @@ pub enum Home {
 }
 
 /// The keyed table, plainly.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table<M> {
     fresh: M,
     entries: Vec<Option<Placed<M>>>,
@@ -82,8 +82,19 @@ impl<M: Idle + Clone> Table<M> {
         matches!(e, Some(p) if p.in_flight == 0 && p.model.is_idle(now))
     }
 
-    /// Where a call for `key` at `now` goes, placing the key if it can.
+    /// Where a call for `key` at `now` goes, placing the key (as a copy of the fresh model)
+    /// if it can.
     pub fn place(&mut self, key: u64, now: Instant) -> Home {
+        self.place_by(key, now, M::clone)
+    }
+
+    /// [`place`](Self::place), for a policy whose new model depends on when it is placed
+    /// (a rate limiter's bucket starts full at `now`): a placed key's model is `fresh()`.
+    pub fn place_fresh(&mut self, key: u64, now: Instant, fresh: impl FnOnce() -> M) -> Home {
+        self.place_by(key, now, |_| fresh())
+    }
+
+    fn place_by(&mut self, key: u64, now: Instant, fresh: impl FnOnce(&M) -> M) -> Home {
         if let Some(i) = self.find(key) {
             return Home::Entry(i);
         }
@@ -96,7 +107,7 @@ impl<M: Idle + Clone> Table<M> {
             Some(i) => {
                 self.entries[i] = Some(Placed {
                     key,
-                    model: self.fresh.clone(),
+                    model: fresh(&self.fresh),
                     in_flight: 0,
                 });
                 Home::Entry(i)
