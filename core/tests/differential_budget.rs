@@ -18,7 +18,7 @@ use resilix_reference::budget::{RatioModel, ratio_twin, token_bucket_twin};
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
 
-use differential::{RETRIES_RUN_OUT, seeded_run, token_bucket, window};
+use differential::{RETRIES_RUN_OUT, busy_retries, seeded_run, token_bucket, window};
 
 /// Runs the twin of a `RatioBudget<B>`; answers the retries (granted, refused).
 fn ratio_run<const B: usize>(
@@ -83,24 +83,14 @@ proptest! {
 /// Busy stretches: gaps from 1 ns to a few windows, so windows are full and grants run out.
 #[test]
 fn ratio_grants_match_the_model_while_busy() {
-    let (mut granted, mut refused) = (0u64, 0u64);
-    for seed in 0..40u64 {
-        let window = Duration::from_nanos(100 << (seed % 30));
+    busy_retries(|seed, window, gaps| {
         let c = RatioBudgetConfig {
             max_retry_permille: [0, 100, 500, 1000][seed as usize % 4],
             min_retries_per_window: 1 + (seed % 4) as u32,
             window,
         };
-        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
-        let (g, r) = ratio_run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
-            .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
-        granted += g;
-        refused += r;
-    }
-    assert!(
-        granted > 1_000 && refused > 1_000,
-        "{granted} granted, {refused} refused"
-    );
+        ratio_run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
+    });
 }
 
 /// Spends the whole allowance at `t0` (40 first attempts, then retries until refused), waits

@@ -18,7 +18,7 @@ use resilix_reference::retry_breaker::retry_breaker_twin;
 use resilix_reference::timeline::{Gaps, sweep};
 use resilix_reference::twin::{Mix, Twin};
 
-use differential::{RETRIES_RUN_OUT, seeded_run, window};
+use differential::{RETRIES_RUN_OUT, busy_retries, seeded_run, window};
 
 /// Circles of the period word: 2^31 bucket periods.
 const CIRCLE_PERIODS: u64 = 1 << 31;
@@ -66,24 +66,14 @@ proptest! {
 /// and closes; both outcomes must occur often.
 #[test]
 fn grants_match_the_model_while_busy() {
-    let (mut granted, mut refused) = (0u64, 0u64);
-    for seed in 0..40u64 {
-        let window = Duration::from_nanos(100 << (seed % 30));
+    busy_retries(|seed, window, gaps| {
         let c = RetryBreakerConfig {
             max_failure_permille: [100, 250, 500, 999][seed as usize % 4],
             min_attempts: [0, 3, 5, 10][(seed / 4) as usize % 4],
             window,
         };
-        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
-        let (g, r) = run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
-            .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
-        granted += g;
-        refused += r;
-    }
-    assert!(
-        granted > 1_000 && refused > 1_000,
-        "{granted} granted, {refused} refused"
-    );
+        run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
+    });
 }
 
 /// Trips the breaker at `t0` (40 first attempts, then failures retried until refused), waits

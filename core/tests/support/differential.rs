@@ -77,6 +77,24 @@ pub fn token_bucket() -> impl Strategy<Value = TokenBucketConfig> {
         )
 }
 
+/// Busy stretches for a retry budget or breaker: for 40 seeds, `run(seed, window, gaps)` with
+/// a window of 100 ns << (seed mod 30) and gaps from 1 ns to three windows, so windows are
+/// full; the retries it answers (granted, refused) must both come over a thousand times.
+pub fn busy_retries(run: impl Fn(u64, Duration, Gaps) -> Result<(u64, u64), String>) {
+    let (mut granted, mut refused) = (0u64, 0u64);
+    for seed in 0..40u64 {
+        let window = Duration::from_nanos(100 << (seed % 30));
+        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
+        let (g, r) = run(seed, window, gaps).unwrap_or_else(|m| panic!("seed {seed}: {m}"));
+        granted += g;
+        refused += r;
+    }
+    assert!(
+        granted > 1_000 && refused > 1_000,
+        "{granted} granted, {refused} refused"
+    );
+}
+
 /// Drives `twin` for `steps` steps from a start drawn from `seed` (anywhere in 2^62 ns), with
 /// at most 16 calls open; the first disagreement as text.
 pub fn seeded_run(
