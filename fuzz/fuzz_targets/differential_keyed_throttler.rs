@@ -13,10 +13,10 @@ use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
 use resilix::throttler::KeyedThrottler;
 use resilix::time::Instant;
-use resilix_reference::configs::{accepts_multiplier, throttler_config};
+use resilix_reference::configs::{accepts_multiplier, throttler_config, throttler_mix};
 use resilix_reference::keyed_throttler::KeyedThrottlerTwin;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
-use resilix_reference::twin::{Mix, drive};
+use resilix_reference::twin::drive;
 
 fn run<const N: usize, const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let config = throttler_config(rng, B, accepts_multiplier, 20);
@@ -34,13 +34,7 @@ fn run<const N: usize, const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
         )
     };
     let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), gaps);
-    let mix = Mix {
-        success: rng.below(256) as u8,
-        transient: 60,
-        timeout: 30,
-        overload: 30,
-        answered: 20,
-    };
+    let mix = throttler_mix(rng);
     if let Err(m) = drive(&mut twin, &mut timeline, rng, steps, mix, 8) {
         panic!("{m}");
     }

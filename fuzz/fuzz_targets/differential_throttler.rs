@@ -7,10 +7,9 @@ use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
 use resilix::throttler::Throttler;
 use resilix::time::Instant;
-use resilix_reference::configs::{accepts_multiplier, throttler_config};
+use resilix_reference::configs::{accepts_multiplier, throttler_config, throttler_mix};
 use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
-use resilix_reference::twin::Mix;
 
 fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let config = throttler_config(rng, B, accepts_multiplier, 40);
@@ -20,13 +19,7 @@ fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let mut twin = ThrottlerTwin::new(&real, &config);
     let start = Instant::from_nanos(rng.below(1 << 62));
     let mut timeline = Timeline::new(start, Gaps::LONG);
-    let mix = Mix {
-        success: rng.below(256) as u8,
-        transient: 60,
-        timeout: 30,
-        overload: 30,
-        answered: 20,
-    };
+    let mix = throttler_mix(rng);
     if let Err(m) = resilix_reference::drive(&mut twin, &mut timeline, rng, steps, mix, 12) {
         panic!("{m}");
     }

@@ -6,7 +6,9 @@
 //! ```
 //! use resilix::retry::budget::TokenBucket;
 //! use resilix::throttler::Throttler;
-//! use resilix_reference::configs::{accepts_multiplier, throttler_config, token_bucket_config};
+//! use resilix_reference::configs::{
+//!     accepts_multiplier, throttler_config, throttler_mix, token_bucket_config,
+//! };
 //! use resilix_reference::timeline::Bytes;
 //!
 //! let mut rng = Bytes::new(&[3, 0, 0, 0, 9, 0, 0, 0]);
@@ -16,6 +18,7 @@
 //! let throttler = throttler_config(&mut rng, 4, accepts_multiplier, 40);
 //! assert!(throttler.min_requests < 40);
 //! let _ = Throttler::<4>::with_buckets(throttler);
+//! assert_eq!(throttler_mix(&mut rng).transient, 60);
 //! ```
 
 use std::time::Duration;
@@ -23,6 +26,8 @@ use std::time::Duration;
 use resilix::random::Random;
 use resilix::retry::budget::{Charge, RetrySuccess, TokenBucketConfig, Tokens};
 use resilix::throttler::{LocalRejections, ThrottlerConfig};
+
+use crate::twin::Mix;
 
 /// A token bucket's configuration: one of the three presets, or (one time in four) every
 /// field drawn, the initial balance and the floor within the capacity. It may still be one
@@ -93,5 +98,17 @@ pub fn throttler_config<R: Random + ?Sized>(
         } else {
             LocalRejections::Ignore
         },
+    }
+}
+
+/// The verdicts a throttler's run settles with: a share of successes drawn, against failures
+/// enough for it to shed.
+pub fn throttler_mix<R: Random + ?Sized>(rng: &mut R) -> Mix {
+    Mix {
+        success: rng.below(256) as u8,
+        transient: 60,
+        timeout: 30,
+        overload: 30,
+        answered: 20,
     }
 }
