@@ -4,27 +4,21 @@
 //! and for the token bucket's presets and random settings; and the first retry decision after
 //! an idle gap of 0 to 3 circles of the ratio budget's 31-bit period word.
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
 use resilix::VerdictKind;
 use resilix::random::{Random, SeededRandom};
-use resilix::retry::budget::{
-    Charge, RatioBudget, RatioBudgetConfig, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
-};
+use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, TokenBucket, TokenBucketConfig};
 use resilix::time::Instant;
 use resilix_reference::budget::{RatioModel, ratio_twin, token_bucket_twin};
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
 
-/// Failures often enough that budgets run out.
-const FAILING: Mix = Mix {
-    success: 80,
-    transient: 70,
-    timeout: 40,
-    overload: 40,
-    answered: 16,
-};
+use differential::{RETRIES_RUN_OUT, busy_retries, seeded_run, token_bucket, window};
 
 /// Runs the twin of a `RatioBudget<B>`; answers the retries (granted, refused).
 fn ratio_run<const B: usize>(
@@ -36,58 +30,8 @@ fn ratio_run<const B: usize>(
 ) -> Result<(u64, u64), String> {
     let real = RatioBudget::<B>::with_buckets(config).map_err(|e| format!("refused: {e}"))?;
     let mut twin = ratio_twin(&real, &config);
-    let mut rng = SeededRandom::new(seed);
-    let start = Instant::from_nanos(rng.below(1 << 62));
-    let mut timeline = Timeline::new(start, gaps);
-    resilix_reference::drive(&mut twin, &mut timeline, &mut rng, steps, mix, 16)
-        .map(|_| twin.grants())
-        .map_err(|m| m.to_string())
-}
-
-fn window_strategy() -> impl Strategy<Value = Duration> {
-    // Log-uniform from 1 µs to four days.
-    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
-        let lo = 1_000u64 << octave;
-        Duration::from_nanos(lo + x % lo)
-    })
-}
-
-fn tokens_strategy() -> impl Strategy<Value = TokenBucketConfig> {
-    (
-        1u32..20_000,
-        any::<u32>(),
-        1u32..3_000,
-        1u32..3_000,
-        0u32..1_000,
-        any::<bool>(),
-        0u32..1_000,
-        any::<u32>(),
-        any::<bool>(),
-    )
-        .prop_filter_map(
-            "a valid bucket",
-            |(cap, init, cost, tcost, first, refund, deposit, floor, every)| {
-                let c = TokenBucketConfig {
-                    capacity: Tokens::milli(cap),
-                    initial: Tokens::milli(init % (cap + 1)),
-                    retry_cost: Tokens::milli(cost),
-                    timeout_retry_cost: Tokens::milli(tcost),
-                    first_try_success: Tokens::milli(first),
-                    retry_success: if refund {
-                        RetrySuccess::RefundCost
-                    } else {
-                        RetrySuccess::Deposit(Tokens::milli(deposit))
-                    },
-                    floor: Tokens::milli(floor % cap),
-                    charge: if every {
-                        Charge::EveryFailure
-                    } else {
-                        Charge::GrantedRetry
-                    },
-                };
-                TokenBucket::new(c).ok().map(|_| c)
-            },
-        )
+    seeded_run(&mut twin, seed, steps, gaps, mix)?;
+    Ok(twin.grants())
 }
 
 proptest! {
@@ -95,7 +39,7 @@ proptest! {
 
     #[test]
     fn ratio_grants_match_the_model_on_long_timelines(
-        window in window_strategy(),
+        window in window(),
         permille in prop_oneof![Just(0u32), Just(100), Just(1000), 0u32..=1000],
         floor in prop_oneof![Just(0u32), Just(3), 0u32..20],
         buckets in 0usize..5,
@@ -104,7 +48,7 @@ proptest! {
     ) {
         prop_assume!(permille > 0 || floor > 0);
         let c = RatioBudgetConfig { max_retry_permille: permille, min_retries_per_window: floor, window };
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { RETRIES_RUN_OUT } else { Mix::MOSTLY_HEALTHY };
         let r = match buckets {
             0 => ratio_run::<1>(c, seed, 1_500, Gaps::LONG, mix),
             1 => ratio_run::<2>(c, seed, 1_500, Gaps::LONG, mix),
@@ -121,7 +65,7 @@ proptest! {
             Just(TokenBucketConfig::GRPC_A6_EXAMPLE),
             Just(TokenBucketConfig::AWS_SDK_STANDARD),
             Just(TokenBucketConfig::BROOKER_2022),
-            tokens_strategy(),
+            token_bucket(),
         ],
         seed in any::<u64>(),
         failing in any::<bool>(),
@@ -130,7 +74,7 @@ proptest! {
         let mut twin = token_bucket_twin(&real, &config);
         let mut rng = SeededRandom::new(seed);
         let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), Gaps::LONG);
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { RETRIES_RUN_OUT } else { Mix::MOSTLY_HEALTHY };
         let r = resilix_reference::drive(&mut twin, &mut timeline, &mut rng, 1_500, mix, 16);
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
     }
@@ -139,24 +83,14 @@ proptest! {
 /// Busy stretches: gaps from 1 ns to a few windows, so windows are full and grants run out.
 #[test]
 fn ratio_grants_match_the_model_while_busy() {
-    let (mut granted, mut refused) = (0u64, 0u64);
-    for seed in 0..40u64 {
-        let window = Duration::from_nanos(100 << (seed % 30));
+    busy_retries(|seed, window, gaps| {
         let c = RatioBudgetConfig {
             max_retry_permille: [0, 100, 500, 1000][seed as usize % 4],
             min_retries_per_window: 1 + (seed % 4) as u32,
             window,
         };
-        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
-        let (g, r) = ratio_run::<10>(c, seed, 4_000, gaps, FAILING)
-            .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
-        granted += g;
-        refused += r;
-    }
-    assert!(
-        granted > 1_000 && refused > 1_000,
-        "{granted} granted, {refused} refused"
-    );
+        ratio_run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
+    });
 }
 
 /// Spends the whole allowance at `t0` (40 first attempts, then retries until refused), waits

@@ -6,72 +6,28 @@
 //! every later grant and balance must agree. And the first retry decision after an idle gap,
 //! right after a change of capacity and cost.
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
 use resilix::VerdictKind;
 use resilix::random::{Random, SeededRandom};
-use resilix::retry::budget::{
-    Charge, RetryBudget, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
-};
+use resilix::retry::budget::{RetryBudget, TokenBucket, TokenBucketConfig, Tokens};
 use resilix::time::Instant;
 use resilix_reference::budget::{ReconfiguringBucketTwin, token_bucket_twin};
 use resilix_reference::timeline::{Gaps, Timeline};
 use resilix_reference::twin::Mix;
 
-/// Failures often enough that buckets run out.
-const FAILING: Mix = Mix {
-    success: 80,
-    transient: 70,
-    timeout: 40,
-    overload: 40,
-    answered: 16,
-};
-
-fn bucket_strategy() -> impl Strategy<Value = TokenBucketConfig> {
-    (
-        1u32..20_000,
-        any::<u32>(),
-        1u32..3_000,
-        1u32..3_000,
-        0u32..1_000,
-        any::<bool>(),
-        0u32..1_000,
-        any::<u32>(),
-        any::<bool>(),
-    )
-        .prop_filter_map(
-            "a valid bucket",
-            |(cap, init, cost, tcost, first, refund, deposit, floor, every)| {
-                let c = TokenBucketConfig {
-                    capacity: Tokens::milli(cap),
-                    initial: Tokens::milli(init % (cap + 1)),
-                    retry_cost: Tokens::milli(cost),
-                    timeout_retry_cost: Tokens::milli(tcost),
-                    first_try_success: Tokens::milli(first),
-                    retry_success: if refund {
-                        RetrySuccess::RefundCost
-                    } else {
-                        RetrySuccess::Deposit(Tokens::milli(deposit))
-                    },
-                    floor: Tokens::milli(floor % cap),
-                    charge: if every {
-                        Charge::EveryFailure
-                    } else {
-                        Charge::GrantedRetry
-                    },
-                };
-                TokenBucket::new(c).ok().map(|_| c)
-            },
-        )
-}
+use differential::{RETRIES_RUN_OUT, token_bucket};
 
 fn any_bucket() -> impl Strategy<Value = TokenBucketConfig> {
     prop_oneof![
         Just(TokenBucketConfig::GRPC_A6_EXAMPLE),
         Just(TokenBucketConfig::AWS_SDK_STANDARD),
         Just(TokenBucketConfig::BROOKER_2022),
-        bucket_strategy(),
+        token_bucket(),
     ]
 }
 
@@ -89,7 +45,7 @@ proptest! {
         let mut twin = ReconfiguringBucketTwin::new(token_bucket_twin(&real, &config), pool, 12);
         let mut rng = SeededRandom::new(seed);
         let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), Gaps::LONG);
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { RETRIES_RUN_OUT } else { Mix::MOSTLY_HEALTHY };
         let r = resilix_reference::drive(&mut twin, &mut timeline, &mut rng, 1_500, mix, 16);
         prop_assert!(r.is_ok(), "{}", r.unwrap_err());
         prop_assert!(twin.reconfigured > 0, "no reconfiguration in 1500 steps");

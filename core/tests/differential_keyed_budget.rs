@@ -7,6 +7,9 @@
 //! three circles of the window's 31-bit period word.
 #![cfg(not(loom))]
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
@@ -22,14 +25,7 @@ use resilix_reference::keyed_budget::{KeyedBudgetModel, KeyedBudgetTwin};
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, drive};
 
-/// Failures often enough that keys and the shared budget run out.
-const FAILING: Mix = Mix {
-    success: 80,
-    transient: 70,
-    timeout: 40,
-    overload: 40,
-    answered: 16,
-};
+use differential::RETRIES_RUN_OUT;
 
 /// Log-uniform from `lo` to `lo · 2^octaves`.
 fn log_window(lo: u64, octaves: u32) -> impl Strategy<Value = Duration> {
@@ -157,7 +153,7 @@ proptest! {
         seed in any::<u64>(),
         failing in any::<bool>(),
     ) {
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { RETRIES_RUN_OUT } else { Mix::MOSTLY_HEALTHY };
         run_all(per_key, shared, keys, seed, Gaps::LONG, mix).map_err(TestCaseError::fail)?;
     }
 
@@ -172,7 +168,7 @@ proptest! {
     ) {
         let longest = (per_key.window / 4).max(Duration::from_nanos(2));
         let gaps = Gaps::between(Duration::from_nanos(1), longest);
-        run_all(per_key, shared, keys, seed, gaps, FAILING).map_err(TestCaseError::fail)?;
+        run_all(per_key, shared, keys, seed, gaps, RETRIES_RUN_OUT).map_err(TestCaseError::fail)?;
     }
 }
 
@@ -188,7 +184,7 @@ fn the_defaults_grant_and_refuse_on_busy_timelines() {
             1 + seed % 24,
             seed,
             gaps,
-            FAILING,
+            RETRIES_RUN_OUT,
         )
         .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
         granted += g;

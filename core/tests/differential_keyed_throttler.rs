@@ -7,6 +7,9 @@
 //! an idle gap over three circles of the window's period word.
 #![cfg(not(loom))]
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
@@ -21,22 +24,7 @@ use resilix_reference::throttler::ThrottlerModel;
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, drive};
 
-/// Failures often enough that keys shed, stay live and force the overflow to serve.
-const FAILING: Mix = Mix {
-    success: 60,
-    transient: 80,
-    timeout: 40,
-    overload: 40,
-    answered: 20,
-};
-
-fn window_strategy() -> impl Strategy<Value = Duration> {
-    // Log-uniform from 1 µs (a few tens of ns per bucket) to four days.
-    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
-        let lo = 1_000u64 << octave;
-        Duration::from_nanos(lo + x % lo)
-    })
-}
+use differential::{SHEDDING, window};
 
 fn run<const N: usize, const B: usize>(
     config: &ThrottlerConfig,
@@ -88,7 +76,7 @@ proptest! {
     /// Gaps from 1 ns to ten years: every circle of every word crossed, idle or busy.
     #[test]
     fn identical_to_the_model_on_long_timelines(
-        window in window_strategy(),
+        window in window(),
         k in prop_oneof![Just(1.0), Just(2.0), 1.0f64..4.0],
         cap in prop_oneof![Just(0.9), 0.0f64..0.999],
         min in prop_oneof![Just(0u32), Just(10), 0u32..20],
@@ -98,7 +86,7 @@ proptest! {
         failing in any::<bool>(),
     ) {
         let c = config(window, k, cap, min, ignore);
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { SHEDDING } else { Mix::MOSTLY_HEALTHY };
         run_all(&c, keys, seed, Gaps::LONG, mix).map_err(TestCaseError::fail)?;
     }
 
@@ -106,14 +94,14 @@ proptest! {
     /// the throttlers' own time scale.
     #[test]
     fn identical_to_the_model_on_busy_timelines(
-        window in window_strategy(),
+        window in window(),
         min in 0u32..12,
         keys in 1u64..=24,
         seed in any::<u64>(),
     ) {
         let c = config(window, 1.5, 0.9, min, false);
         let gaps = Gaps::between(Duration::from_nanos(1), (window / 8).max(Duration::from_nanos(2)));
-        run_all(&c, keys, seed, gaps, FAILING).map_err(TestCaseError::fail)?;
+        run_all(&c, keys, seed, gaps, SHEDDING).map_err(TestCaseError::fail)?;
     }
 }
 

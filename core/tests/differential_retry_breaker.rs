@@ -5,28 +5,23 @@
 //! and the first retry decision after an idle gap of 0 to 3 circles of the window's 31-bit
 //! period word.
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
 use resilix::VerdictKind;
-use resilix::random::{Random, SeededRandom};
 use resilix::retry::budget::{RetryBreaker, RetryBreakerConfig};
 use resilix::time::Instant;
 use resilix_reference::retry_breaker::retry_breaker_twin;
-use resilix_reference::timeline::{Gaps, Timeline, sweep};
+use resilix_reference::timeline::{Gaps, sweep};
 use resilix_reference::twin::{Mix, Twin};
+
+use differential::{RETRIES_RUN_OUT, busy_retries, seeded_run, window};
 
 /// Circles of the period word: 2^31 bucket periods.
 const CIRCLE_PERIODS: u64 = 1 << 31;
-
-/// Failures often enough that the breaker trips and closes again.
-const FAILING: Mix = Mix {
-    success: 80,
-    transient: 70,
-    timeout: 40,
-    overload: 40,
-    answered: 16,
-};
 
 /// Runs the twin of a `RetryBreaker<B>`; answers the retries (granted, refused).
 fn run<const B: usize>(
@@ -38,20 +33,8 @@ fn run<const B: usize>(
 ) -> Result<(u64, u64), String> {
     let real = RetryBreaker::<B>::new(config).map_err(|e| format!("refused: {e}"))?;
     let mut twin = retry_breaker_twin(&real, &config);
-    let mut rng = SeededRandom::new(seed);
-    let start = Instant::from_nanos(rng.below(1 << 62));
-    let mut timeline = Timeline::new(start, gaps);
-    resilix_reference::drive(&mut twin, &mut timeline, &mut rng, steps, mix, 16)
-        .map(|_| twin.grants())
-        .map_err(|m| m.to_string())
-}
-
-fn window_strategy() -> impl Strategy<Value = Duration> {
-    // Log-uniform from 1 µs to four days.
-    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
-        let lo = 1_000u64 << octave;
-        Duration::from_nanos(lo + x % lo)
-    })
+    seeded_run(&mut twin, seed, steps, gaps, mix)?;
+    Ok(twin.grants())
 }
 
 proptest! {
@@ -59,7 +42,7 @@ proptest! {
 
     #[test]
     fn grants_match_the_model_on_long_timelines(
-        window in window_strategy(),
+        window in window(),
         permille in prop_oneof![Just(1u32), Just(100), Just(500), Just(999), 1u32..=999],
         min in prop_oneof![Just(0u32), Just(10), 0u32..50],
         buckets in 0usize..5,
@@ -67,7 +50,7 @@ proptest! {
         failing in any::<bool>(),
     ) {
         let c = RetryBreakerConfig { max_failure_permille: permille, min_attempts: min, window };
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { RETRIES_RUN_OUT } else { Mix::MOSTLY_HEALTHY };
         let r = match buckets {
             0 => run::<1>(c, seed, 1_500, Gaps::LONG, mix),
             1 => run::<2>(c, seed, 1_500, Gaps::LONG, mix),
@@ -83,24 +66,14 @@ proptest! {
 /// and closes; both outcomes must occur often.
 #[test]
 fn grants_match_the_model_while_busy() {
-    let (mut granted, mut refused) = (0u64, 0u64);
-    for seed in 0..40u64 {
-        let window = Duration::from_nanos(100 << (seed % 30));
+    busy_retries(|seed, window, gaps| {
         let c = RetryBreakerConfig {
             max_failure_permille: [100, 250, 500, 999][seed as usize % 4],
             min_attempts: [0, 3, 5, 10][(seed / 4) as usize % 4],
             window,
         };
-        let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
-        let (g, r) =
-            run::<10>(c, seed, 4_000, gaps, FAILING).unwrap_or_else(|m| panic!("seed {seed}: {m}"));
-        granted += g;
-        refused += r;
-    }
-    assert!(
-        granted > 1_000 && refused > 1_000,
-        "{granted} granted, {refused} refused"
-    );
+        run::<10>(c, seed, 4_000, gaps, RETRIES_RUN_OUT)
+    });
 }
 
 /// Trips the breaker at `t0` (40 first attempts, then failures retried until refused), waits

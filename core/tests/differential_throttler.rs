@@ -4,6 +4,9 @@
 //! bucket counts; and the first decision after an idle gap of 0 to 3 circles of the 31-bit
 //! period word.
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
@@ -15,14 +18,7 @@ use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
 
-/// A mix that fails often enough for the throttler to shed.
-const FAILING: Mix = Mix {
-    success: 60,
-    transient: 80,
-    timeout: 40,
-    overload: 40,
-    answered: 20,
-};
+use differential::{SHEDDING, window};
 
 fn config(window: Duration, k: f64, cap: f64, min: u32, ignore: bool) -> ThrottlerConfig {
     ThrottlerConfig {
@@ -68,20 +64,12 @@ impl Below for SeededRandom {
     }
 }
 
-fn window_strategy() -> impl Strategy<Value = Duration> {
-    // Log-uniform from 1 µs (a few tens of ns per bucket) to four days.
-    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
-        let lo = 1_000u64 << octave;
-        Duration::from_nanos(lo + x % lo)
-    })
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
     fn decisions_match_the_model_on_long_timelines(
-        window in window_strategy(),
+        window in window(),
         k in prop_oneof![Just(1.0), Just(2.0), 1.0f64..4.0, Just(f64::INFINITY)],
         cap in prop_oneof![Just(0.0), Just(0.9), 0.0f64..0.999],
         min in prop_oneof![Just(0u32), Just(10), 0u32..40],
@@ -91,7 +79,7 @@ proptest! {
         failing in any::<bool>(),
     ) {
         let c = config(window, k, cap, min, ignore);
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { SHEDDING } else { Mix::MOSTLY_HEALTHY };
         let result = match buckets {
             0 => run::<1>(c, seed, 1_500, mix),
             1 => run::<2>(c, seed, 1_500, mix),
@@ -117,7 +105,7 @@ fn decisions_match_the_model_while_busy() {
         let gaps = Gaps::between(Duration::from_nanos(1), window * 3);
         let mut timeline = Timeline::new(Instant::from_secs(seed), gaps);
         let report =
-            resilix_reference::drive(&mut twin, &mut timeline, &mut rng, 4_000, FAILING, 12)
+            resilix_reference::drive(&mut twin, &mut timeline, &mut rng, 4_000, SHEDDING, 12)
                 .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
         assert!(
             report.refused > 0,

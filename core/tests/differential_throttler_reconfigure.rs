@@ -7,6 +7,9 @@
 //! refuse them, naming the same field). And the first decision after an idle gap of 0 to 3
 //! circles of the period word, when K and the cap changed just before the gap.
 
+#[path = "support/differential.rs"]
+mod differential;
+
 use core::time::Duration;
 
 use proptest::prelude::*;
@@ -18,22 +21,7 @@ use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::timeline::{Gaps, Timeline, window_idle_gaps};
 use resilix_reference::twin::{Mix, Twin};
 
-/// A mix that fails often enough for the throttler to shed.
-const FAILING: Mix = Mix {
-    success: 60,
-    transient: 80,
-    timeout: 40,
-    overload: 40,
-    answered: 20,
-};
-
-fn window_strategy() -> impl Strategy<Value = Duration> {
-    // Log-uniform from 1 µs (a few tens of ns per bucket) to four days.
-    (0u32..=38, any::<u64>()).prop_map(|(octave, x)| {
-        let lo = 1_000u64 << octave;
-        Duration::from_nanos(lo + x % lo)
-    })
-}
+use differential::{SHEDDING, window};
 
 fn k_strategy() -> impl Strategy<Value = f64> {
     prop_oneof![
@@ -117,7 +105,7 @@ proptest! {
 
     #[test]
     fn reconfigurations_match_the_model_on_long_timelines(
-        window in window_strategy(),
+        window in window(),
         k in k_strategy(),
         cap in cap_strategy(),
         min in prop_oneof![Just(0u32), Just(10), 0u32..40],
@@ -135,7 +123,7 @@ proptest! {
             local_rejections: if ignore { LocalRejections::Ignore } else { LocalRejections::CountAsRequests },
         };
         let pool: Vec<_> = pool.into_iter().map(|e| entry(&base, e)).collect();
-        let mix = if failing { FAILING } else { Mix::MOSTLY_HEALTHY };
+        let mix = if failing { SHEDDING } else { Mix::MOSTLY_HEALTHY };
         let r = match buckets {
             0 => run::<1>(base, pool, seed, mix),
             1 => run::<2>(base, pool, seed, mix),

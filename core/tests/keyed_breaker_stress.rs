@@ -3,7 +3,12 @@
 //! ends, and a key seen open stays placed and open (its wait is an hour; time stands still).
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[path = "support/alongside.rs"]
+mod alongside;
+#[path = "support/churn.rs"]
+mod churn;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use resilix::Verdict;
@@ -12,7 +17,9 @@ use resilix::permit::{Env, Permit};
 use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
 
-const THREADS: u64 = 4;
+use alongside::alongside;
+use churn::Churn;
+
 const ROUNDS: u32 = 40_000;
 /// Keys that fail (and, with `consecutive_failures = 1`, open at their first failure).
 const BAD: u64 = 3;
@@ -30,80 +37,44 @@ fn no_live_entry_is_ever_evicted() {
     let now = Instant::from_secs(5);
     // Bit k: key k was seen open in its own entry.
     let seen_open = AtomicU64::new(0);
-    let placed_calls = AtomicU64::new(0);
-    let overflow_calls = AtomicU64::new(0);
-    let evicted = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                evicted.fetch_add(table.evict_idle(now) as u64, Ordering::Relaxed);
-                std::thread::yield_now();
+    let churn = Churn::default();
+    churn.evicting(
+        ROUNDS,
+        || table.evict_idle(now),
+        |rng| {
+            let key = rng.below(KEYS);
+            let mut env = Env::new(now, rng);
+            let Ok(permit) = table.admit(key, &mut env) else {
+                return;
+            };
+            churn.admitted(key, permit.is_overflow(), |k| table.placed(k));
+            let own = !permit.is_overflow();
+            let verdict = if key < BAD {
+                Verdict::Transient
+            } else {
+                Verdict::Success
+            };
+            permit.settle(&verdict, &mut env);
+            if own && key < BAD && table.state(key) == Some(CircuitState::Open) {
+                seen_open.fetch_or(1 << key, Ordering::Relaxed);
             }
-        });
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (table, seen_open, placed_calls, overflow_calls, evicted) =
-                    (&table, &seen_open, &placed_calls, &overflow_calls, &evicted);
-                s.spawn(move || {
-                    let mut rng = SeededRandom::new(t);
-                    for round in 0..ROUNDS {
-                        if round % 64 == 0 {
-                            evicted.fetch_add(table.evict_idle(now) as u64, Ordering::Relaxed);
-                        }
-                        let key = rng.below(KEYS);
-                        let mut env = Env::new(now, &mut rng);
-                        let Ok(permit) = table.admit(key, &mut env) else {
-                            continue;
-                        };
-                        if permit.is_overflow() {
-                            overflow_calls.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            placed_calls.fetch_add(1, Ordering::Relaxed);
-                            assert!(table.placed(key), "key {key} evicted with a call in flight");
-                        }
-                        let own = !permit.is_overflow();
-                        let verdict = if key < BAD {
-                            Verdict::Transient
-                        } else {
-                            Verdict::Success
-                        };
-                        permit.settle(&verdict, &mut env);
-                        if own && key < BAD && table.state(key) == Some(CircuitState::Open) {
-                            seen_open.fetch_or(1 << key, Ordering::Relaxed);
-                        }
-                        let open = seen_open.load(Ordering::Relaxed);
-                        for k in (0..BAD).filter(|k| open & (1 << k) != 0) {
-                            assert_eq!(
-                                table.state(k),
-                                Some(CircuitState::Open),
-                                "open key {k} evicted"
-                            );
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        done.store(true, Ordering::Relaxed);
-    });
+            let open = seen_open.load(Ordering::Relaxed);
+            for k in (0..BAD).filter(|k| open & (1 << k) != 0) {
+                assert_eq!(
+                    table.state(k),
+                    Some(CircuitState::Open),
+                    "open key {k} evicted"
+                );
+            }
+        },
+    );
     let open = seen_open.load(Ordering::Relaxed);
     assert_ne!(open, 0, "some bad key opened in its own entry");
     for k in (0..BAD).filter(|k| open & (1 << k) != 0) {
         assert_eq!(table.state(k), Some(CircuitState::Open));
     }
     assert!(table.len() <= 8);
-    assert!(
-        evicted.load(Ordering::Relaxed) > 0,
-        "idle entries were evicted"
-    );
-    assert!(placed_calls.load(Ordering::Relaxed) > 0);
-    assert!(
-        overflow_calls.load(Ordering::Relaxed) > 0,
-        "the table filled"
-    );
+    churn.assert_churned();
     // Every call has ended: only the open keys are live, the rest evict.
     table.evict_idle(now);
     assert_eq!(table.len(), open.count_ones() as usize);
@@ -122,42 +93,28 @@ fn resets_under_concurrent_admits_leave_a_clean_window() {
     };
     let table: KeyedBreaker<4> = KeyedBreaker::new(config).unwrap();
     let now = Instant::from_secs(5);
-    let done = AtomicBool::new(false);
     let resets = AtomicU64::new(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut rng = SeededRandom::new(99);
-            while !done.load(Ordering::Relaxed) {
-                if table.reset(7, &mut Env::new(now, &mut rng)) {
+    let mut background_rng = SeededRandom::new(99);
+    alongside(
+        || {
+            if table.reset(7, &mut Env::new(now, &mut background_rng)) {
+                resets.fetch_add(1, Ordering::Relaxed);
+            }
+        },
+        |t, mut rng| {
+            for round in 0..ROUNDS / 4 {
+                let mut env = Env::new(now, &mut rng);
+                // One worker also resets, so resets land between admits for sure.
+                if t == 0 && round % 16 == 0 && table.reset(7, &mut env) {
                     resets.fetch_add(1, Ordering::Relaxed);
                 }
-                std::thread::yield_now();
+                if let Ok(p) = table.admit(7, &mut env) {
+                    assert!(!p.is_overflow());
+                    p.settle(&Verdict::Transient, &mut env);
+                }
             }
-        });
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (table, resets) = (&table, &resets);
-                s.spawn(move || {
-                    let mut rng = SeededRandom::new(t);
-                    for round in 0..ROUNDS / 4 {
-                        let mut env = Env::new(now, &mut rng);
-                        // One worker also resets, so resets land between admits for sure.
-                        if t == 0 && round % 16 == 0 && table.reset(7, &mut env) {
-                            resets.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if let Ok(p) = table.admit(7, &mut env) {
-                            assert!(!p.is_overflow());
-                            p.settle(&Verdict::Transient, &mut env);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        done.store(true, Ordering::Relaxed);
-    });
+        },
+    );
     assert!(resets.load(Ordering::Relaxed) > 0);
     let mut rng = SeededRandom::new(1);
     assert!(table.reset(7, &mut Env::new(now, &mut rng)));

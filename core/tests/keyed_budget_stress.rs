@@ -12,15 +12,19 @@
 //!   so evicting it is right).
 #![cfg(not(loom))]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[path = "support/alongside.rs"]
+mod alongside;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use resilix::VerdictKind;
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::retry::budget::{KeyedBudget, RatioBudget, RatioBudgetConfig, RetryBudget};
 use resilix::time::Instant;
 
-const THREADS: u64 = 4;
+use alongside::alongside;
+
 const ROUNDS: u32 = 100_000;
 const KEYS: u64 = 12;
 
@@ -40,44 +44,30 @@ fn no_budget_overspends_and_every_refund_lands() {
     let firsts = AtomicU64::new(0);
     let granted = AtomicU64::new(0);
     let refused = AtomicU64::new(0);
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                // An entry may be evicted here, rightly, when its only traffic so far was a
-                // reservation the shared budget refused and that was given back: its window is
-                // empty again. An entry with books must never be: the books check after the
-                // run (every first attempt and granted retry still in some entry) fails if one
-                // was. (Asserting "nothing evicted" here failed about once in 15 runs on that
-                // legitimate case.)
-                table.evict_idle(now);
-                std::thread::yield_now();
+    alongside(
+        || {
+            // An entry may be evicted here, rightly, when its only traffic so far was a
+            // reservation the shared budget refused and that was given back: its window is
+            // empty again. An entry with books must never be: the books check after the
+            // run (every first attempt and granted retry still in some entry) fails if one
+            // was. (Asserting "nothing evicted" here failed about once in 15 runs on that
+            // legitimate case.)
+            table.evict_idle(now);
+        },
+        |_, mut rng| {
+            for _ in 0..ROUNDS {
+                let key = table.for_key(rng.below(KEYS));
+                if rng.below(3) == 0 {
+                    key.record_first_attempt(now);
+                    firsts.fetch_add(1, Ordering::Relaxed);
+                } else if key.try_spend(now, VerdictKind::Transient) {
+                    granted.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    refused.fetch_add(1, Ordering::Relaxed);
+                }
             }
-        });
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (table, firsts, granted, refused) = (&table, &firsts, &granted, &refused);
-                s.spawn(move || {
-                    let mut rng = SeededRandom::new(t);
-                    for _ in 0..ROUNDS {
-                        let key = table.for_key(rng.below(KEYS));
-                        if rng.below(3) == 0 {
-                            key.record_first_attempt(now);
-                            firsts.fetch_add(1, Ordering::Relaxed);
-                        } else if key.try_spend(now, VerdictKind::Transient) {
-                            granted.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            refused.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        done.store(true, Ordering::Relaxed);
-    });
+        },
+    );
     let (firsts, granted, refused) = (
         firsts.into_inner(),
         granted.into_inner(),

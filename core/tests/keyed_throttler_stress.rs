@@ -5,16 +5,22 @@
 //! or refused further in are idle and go.
 #![cfg(not(loom))]
 
+#[path = "support/alongside.rs"]
+mod alongside;
+#[path = "support/churn.rs"]
+mod churn;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use resilix::RejectReason;
 use resilix::permit::{Env, Permit};
-use resilix::random::{Random, SeededRandom};
+use resilix::random::Random;
 use resilix::throttler::{KeyedThrottler, LocalRejections, ThrottlerConfig};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
-const THREADS: u64 = 4;
+use churn::Churn;
+
 const ROUNDS: u32 = 30_000;
 const KEYS: u64 = 24;
 /// Keys whose calls are only ever cancelled or refused inward: they never count anything.
@@ -30,81 +36,43 @@ fn no_live_entry_is_evicted_and_no_count_is_lost() {
     let table: KeyedThrottler<8, 4> = KeyedThrottler::with_buckets(config).unwrap();
     let now = Instant::from_secs(5);
     let (requests, accepts) = (AtomicU64::new(0), AtomicU64::new(0));
-    let (placed_calls, overflow_calls, evicted) =
-        (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
-    let finished = AtomicU64::new(0);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            while finished.load(Ordering::Relaxed) < THREADS {
-                evicted.fetch_add(table.evict_idle(now) as u64, Ordering::Relaxed);
-                std::thread::yield_now();
+    let churn = Churn::default();
+    churn.evicting(
+        ROUNDS,
+        || table.evict_idle(now),
+        |rng| {
+            // Quiet keys most of the time, so the table churns.
+            let key = if rng.below(4) == 0 {
+                QUIET + rng.below(KEYS - QUIET)
+            } else {
+                rng.below(QUIET)
+            };
+            let mut env = Env::new(now, rng);
+            let Ok(p) = table.admit(key, &mut env) else {
+                return;
+            };
+            churn.admitted(key, p.is_overflow(), |k| table.placed(k));
+            if key < QUIET {
+                if env.rng.below(2) == 0 {
+                    drop(p);
+                } else {
+                    let inward = Verdict::Rejected(RejectReason::BulkheadFull);
+                    p.settle(&inward, &mut env);
+                }
+            } else {
+                let accepted = env.rng.below(2) == 0;
+                let v = if accepted {
+                    Verdict::Success
+                } else {
+                    Verdict::Transient
+                };
+                p.settle(&v, &mut env);
+                requests.fetch_add(1, Ordering::Relaxed);
+                accepts.fetch_add(u64::from(accepted), Ordering::Relaxed);
             }
-        });
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let (table, requests, accepts) = (&table, &requests, &accepts);
-                let (placed_calls, overflow_calls, evicted) =
-                    (&placed_calls, &overflow_calls, &evicted);
-                let finished = &finished;
-                s.spawn(move || {
-                    // Counts this worker out even if it panics, so the evictor stops.
-                    let _out = Finished(finished);
-                    let mut rng = SeededRandom::new(t);
-                    for round in 0..ROUNDS {
-                        if round % 64 == 0 {
-                            evicted.fetch_add(table.evict_idle(now) as u64, Ordering::Relaxed);
-                        }
-                        // Quiet keys most of the time, so the table churns.
-                        let key = if rng.below(4) == 0 {
-                            QUIET + rng.below(KEYS - QUIET)
-                        } else {
-                            rng.below(QUIET)
-                        };
-                        let mut env = Env::new(now, &mut rng);
-                        let Ok(p) = table.admit(key, &mut env) else {
-                            continue;
-                        };
-                        if p.is_overflow() {
-                            overflow_calls.fetch_add(1, Ordering::Relaxed);
-                        } else {
-                            placed_calls.fetch_add(1, Ordering::Relaxed);
-                            assert!(table.placed(key), "key {key} evicted with a call in flight");
-                        }
-                        if key < QUIET {
-                            if env.rng.below(2) == 0 {
-                                drop(p);
-                            } else {
-                                let inward = Verdict::Rejected(RejectReason::BulkheadFull);
-                                p.settle(&inward, &mut env);
-                            }
-                        } else {
-                            let accepted = env.rng.below(2) == 0;
-                            let v = if accepted {
-                                Verdict::Success
-                            } else {
-                                Verdict::Transient
-                            };
-                            p.settle(&v, &mut env);
-                            requests.fetch_add(1, Ordering::Relaxed);
-                            accepts.fetch_add(u64::from(accepted), Ordering::Relaxed);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-    });
-    assert!(placed_calls.load(Ordering::Relaxed) > 0);
-    assert!(
-        overflow_calls.load(Ordering::Relaxed) > 0,
-        "the table filled"
+        },
     );
-    assert!(
-        evicted.load(Ordering::Relaxed) > 0,
-        "idle entries were evicted"
-    );
+    churn.assert_churned();
     let (r, a) = table.overflow().counts(now);
     let (mut r, mut a) = (u64::from(r), u64::from(a));
     for key in 0..KEYS {
@@ -128,13 +96,4 @@ fn no_live_entry_is_evicted_and_no_count_is_lost() {
     // Every call has ended: the quiet keys' entries are idle and go, the others stay.
     table.evict_idle(now);
     assert!((0..QUIET).all(|k| !table.placed(k)));
-}
-
-/// Counts a worker out when it ends, by return or by panic.
-struct Finished<'a>(&'a AtomicU64);
-
-impl Drop for Finished<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
 }

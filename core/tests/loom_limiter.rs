@@ -2,6 +2,9 @@
 //! ever sees two calls in flight, and every slot comes back.
 #![cfg(loom)]
 
+#[path = "support/loom_limiter.rs"]
+mod loom_limiter;
+
 use core::time::Duration;
 
 use resilix::Verdict;
@@ -10,34 +13,19 @@ use resilix::permit::{Env, Permit, Policy};
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
 
+use loom_limiter::{bounded, call_across_a_close, closing_at_every_settle};
+
 #[test]
 fn admission_is_exact_under_a_racing_window_close() {
-    // Bounded preemptions keep the model under a minute; the close path alone touches seven
-    // atomics, and unbounded exploration of two full admit+settle paths runs for many minutes.
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(3);
-    model.check(|| {
-        let config = LimiterConfig {
-            min_limit: 1,
-            initial_limit: 1,
-            max_limit: 2,
-            window_samples: 1,
-            min_rtt: Duration::ZERO,
-            probe_multiplier: 0,
-            ..LimiterConfig::aimd()
-        };
-        let limiter = loom::sync::Arc::new(Limiter::new(config).unwrap());
+    bounded(|| {
+        let limiter = loom::sync::Arc::new(Limiter::new(closing_at_every_settle(2)).unwrap());
         let handles: Vec<_> = (0..2u64)
             .map(|t| {
                 let limiter = limiter.clone();
                 loom::thread::spawn(move || {
-                    let mut rng = SeededRandom::new(t);
-                    let mut env = Env::new(Instant::from_secs(2), &mut rng);
-                    if let Ok(p) = limiter.admit(&mut env) {
+                    call_across_a_close(&limiter, t, |p| {
                         assert!(p.in_flight_at_admission() <= p.limit_at_admission());
-                        env.now = Instant::from_secs(3);
-                        p.settle(&Verdict::Success, &mut env);
-                    }
+                    });
                 })
             })
             .collect();
@@ -74,9 +62,7 @@ fn a_release_racing_the_waiters_re_check_never_loses_the_wake_up() {
     // place, registers and re-checks the count (the protocol in `resilix::release`). Under
     // every interleaving the waiter is admitted, or sees the count move (and retries), or
     // sleeps registered and the release hook finds it. Never: asleep and not woken.
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(3);
-    model.check(|| {
+    bounded(|| {
         let config = LimiterConfig {
             initial_limit: 1,
             min_limit: 1,
@@ -137,19 +123,8 @@ fn racing_settles_after_a_whole_circle_idle_close_the_window_exactly_once() {
     // 1 ms old and stay open; widened with its era it is 17.18 s old. Under every
     // interleaving exactly one settle wins the `closing` flag and closes it (AIMD: +1 call),
     // and the loser sees the reopened window (era and word from the winner) as young.
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(3);
-    model.check(|| {
-        let config = LimiterConfig {
-            min_limit: 1,
-            initial_limit: 1,
-            max_limit: 10,
-            window_samples: 1,
-            min_rtt: Duration::ZERO,
-            probe_multiplier: 0,
-            ..LimiterConfig::aimd()
-        };
-        let limiter = loom::sync::Arc::new(Limiter::new(config).unwrap());
+    bounded(|| {
+        let limiter = loom::sync::Arc::new(Limiter::new(closing_at_every_settle(10)).unwrap());
         let mut rng = SeededRandom::new(1);
         let mut env = Env::new(Instant::from_secs(2), &mut rng);
         let first = limiter.admit(&mut env).unwrap();

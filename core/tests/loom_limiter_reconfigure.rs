@@ -7,40 +7,25 @@
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p resilix --release --test loom_limiter_reconfigure`
 #![cfg(loom)]
 
-use core::time::Duration;
+#[path = "support/loom_limiter.rs"]
+mod loom_limiter;
 
-use resilix::Verdict;
 use resilix::limiter::{Limiter, LimiterConfig, LimiterReconfigureError};
-use resilix::permit::{Env, Permit, Policy};
+use resilix::permit::Env;
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
 
+use loom_limiter::{bounded, call_across_a_close, closing_at_every_settle};
+
 #[test]
 fn a_close_racing_a_lowered_max_never_leaves_the_limit_above_it() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(3);
-    model.check(|| {
-        let config = LimiterConfig {
-            min_limit: 1,
-            initial_limit: 1,
-            max_limit: 2,
-            window_samples: 1,
-            min_rtt: Duration::ZERO,
-            probe_multiplier: 0,
-            ..LimiterConfig::aimd()
-        };
+    bounded(|| {
+        let config = closing_at_every_settle(2);
         let limiter = loom::sync::Arc::new(Limiter::new(config).unwrap());
         let settler = {
             let limiter = limiter.clone();
-            loom::thread::spawn(move || {
-                let mut rng = SeededRandom::new(1);
-                let mut env = Env::new(Instant::from_secs(2), &mut rng);
-                // One call at a limit of one: AIMD grows the limit to 2 at the close.
-                if let Ok(p) = limiter.admit(&mut env) {
-                    env.now = Instant::from_secs(3);
-                    p.settle(&Verdict::Success, &mut env);
-                }
-            })
+            // One call at a limit of one: AIMD grows the limit to 2 at the close.
+            loom::thread::spawn(move || call_across_a_close(&limiter, 1, |_| {}))
         };
         let reconfigurer = {
             let limiter = limiter.clone();

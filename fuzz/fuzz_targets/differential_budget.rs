@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
-use resilix::retry::budget::{
-    Charge, RatioBudget, RatioBudgetConfig, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens,
-};
+use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, TokenBucket};
 use resilix::time::Instant;
 use resilix_reference::budget::{ratio_twin, token_bucket_twin};
+use resilix_reference::configs::token_bucket_config;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
 use resilix_reference::twin::{Mix, Twin};
 
@@ -50,32 +49,7 @@ fn ratio<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
 }
 
 fn tokens(rng: &mut Bytes<'_>, steps: u64) {
-    let config = match rng.below(4) {
-        0 => TokenBucketConfig::GRPC_A6_EXAMPLE,
-        1 => TokenBucketConfig::AWS_SDK_STANDARD,
-        2 => TokenBucketConfig::BROOKER_2022,
-        _ => {
-            let capacity = 1 + rng.below(20_000) as u32;
-            TokenBucketConfig {
-                capacity: Tokens::milli(capacity),
-                initial: Tokens::milli(rng.below(u64::from(capacity) + 1) as u32),
-                retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
-                timeout_retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
-                first_try_success: Tokens::milli(rng.below(1_000) as u32),
-                retry_success: if rng.below(2) == 0 {
-                    RetrySuccess::RefundCost
-                } else {
-                    RetrySuccess::Deposit(Tokens::milli(rng.below(1_000) as u32))
-                },
-                floor: Tokens::milli(rng.below(u64::from(capacity)) as u32),
-                charge: if rng.below(2) == 0 {
-                    Charge::EveryFailure
-                } else {
-                    Charge::GrantedRetry
-                },
-            }
-        }
-    };
+    let config = token_bucket_config(rng);
     let Ok(real) = TokenBucket::new(config) else {
         return; // floor + cost above the capacity: refused
     };

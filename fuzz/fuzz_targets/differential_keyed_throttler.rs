@@ -11,32 +11,15 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
-use resilix::throttler::{KeyedThrottler, LocalRejections, ThrottlerConfig};
+use resilix::throttler::KeyedThrottler;
 use resilix::time::Instant;
+use resilix_reference::configs::{accepts_multiplier, throttler_config, throttler_mix};
 use resilix_reference::keyed_throttler::KeyedThrottlerTwin;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
-use resilix_reference::twin::{Mix, drive};
+use resilix_reference::twin::drive;
 
 fn run<const N: usize, const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
-    // A window from B × 8 ns (the shortest) to about four days, log-uniform.
-    let octave = rng.below(49) as u32;
-    let lo = ((B as u64) * 8) << octave;
-    let window = Duration::from_nanos(lo + rng.below(lo));
-    let config = ThrottlerConfig {
-        accepts_multiplier: match rng.below(4) {
-            0 => 2.0,
-            1 => f64::INFINITY,
-            _ => 1.0 + rng.below(4_000_000) as f64 / 1e6,
-        },
-        max_rejection_rate: rng.below(1_000_000) as f64 / 1e6,
-        window,
-        min_requests: rng.below(20) as u32,
-        local_rejections: if rng.below(2) == 0 {
-            LocalRejections::CountAsRequests
-        } else {
-            LocalRejections::Ignore
-        },
-    };
+    let config = throttler_config(rng, B, accepts_multiplier, 20);
     let Ok(real) = KeyedThrottler::<N, B>::with_buckets(config) else {
         return; // refused as the single throttler refuses it
     };
@@ -45,16 +28,13 @@ fn run<const N: usize, const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let gaps = if rng.below(2) == 0 {
         Gaps::LONG
     } else {
-        Gaps::between(Duration::from_nanos(1), (window / 4).max(Duration::from_nanos(2)))
+        Gaps::between(
+            Duration::from_nanos(1),
+            (config.window / 4).max(Duration::from_nanos(2)),
+        )
     };
     let mut timeline = Timeline::new(Instant::from_nanos(rng.below(1 << 62)), gaps);
-    let mix = Mix {
-        success: rng.below(256) as u8,
-        transient: 60,
-        timeout: 30,
-        overload: 30,
-        answered: 20,
-    };
+    let mix = throttler_mix(rng);
     if let Err(m) = drive(&mut twin, &mut timeline, rng, steps, mix, 8) {
         panic!("{m}");
     }

@@ -6,15 +6,13 @@
 //! result on which they differ.
 #![no_main]
 
-use std::time::Duration;
-
 use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
-use resilix::throttler::{LocalRejections, Throttler, ThrottlerConfig};
+use resilix::throttler::{Throttler, ThrottlerConfig};
 use resilix::time::Instant;
+use resilix_reference::configs::{max_rejection_rate, throttler_config, throttler_mix};
 use resilix_reference::throttler::ThrottlerTwin;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
-use resilix_reference::twin::Mix;
 
 fn k(rng: &mut Bytes<'_>) -> f64 {
     match rng.below(5) {
@@ -26,20 +24,7 @@ fn k(rng: &mut Bytes<'_>) -> f64 {
 }
 
 fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
-    let octave = rng.below(49) as u32;
-    let lo = ((B as u64) * 8) << octave;
-    let window = Duration::from_nanos(lo + rng.below(lo));
-    let config = ThrottlerConfig {
-        accepts_multiplier: k(rng),
-        max_rejection_rate: rng.below(1_000_000) as f64 / 1e6,
-        window,
-        min_requests: rng.below(40) as u32,
-        local_rejections: if rng.below(2) == 0 {
-            LocalRejections::CountAsRequests
-        } else {
-            LocalRejections::Ignore
-        },
-    };
+    let config = throttler_config(rng, B, k, 40);
     let Ok(real) = Throttler::<B>::with_buckets(config) else {
         return; // min_requests beyond a tiny window's reach: refused, as documented
     };
@@ -47,12 +32,12 @@ fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
         .map(|_| {
             let c = ThrottlerConfig {
                 accepts_multiplier: k(rng),
-                max_rejection_rate: rng.below(1_000_000) as f64 / 1e6,
+                max_rejection_rate: max_rejection_rate(rng),
                 ..config
             };
             match rng.below(8) {
                 0 => ThrottlerConfig {
-                    window: window * 2,
+                    window: config.window * 2,
                     ..c
                 },
                 1 => ThrottlerConfig {
@@ -67,13 +52,7 @@ fn run<const B: usize>(rng: &mut Bytes<'_>, steps: u64) {
     let mut twin = ThrottlerTwin::new(&real, &config).with_reconfigurations(pool, 8);
     let start = Instant::from_nanos(rng.below(1 << 62));
     let mut timeline = Timeline::new(start, Gaps::LONG);
-    let mix = Mix {
-        success: rng.below(256) as u8,
-        transient: 60,
-        timeout: 30,
-        overload: 30,
-        answered: 20,
-    };
+    let mix = throttler_mix(rng);
     if let Err(m) = resilix_reference::drive(&mut twin, &mut timeline, rng, steps, mix, 12) {
         panic!("{m}");
     }

@@ -7,50 +7,22 @@
 
 use libfuzzer_sys::fuzz_target;
 use resilix::random::Random;
-use resilix::retry::budget::{Charge, RetrySuccess, TokenBucket, TokenBucketConfig, Tokens};
+use resilix::retry::budget::{TokenBucket, TokenBucketConfig};
 use resilix::time::Instant;
 use resilix_reference::budget::{ReconfiguringBucketTwin, token_bucket_twin};
+use resilix_reference::configs::token_bucket_config;
 use resilix_reference::timeline::{Bytes, Gaps, Timeline};
 use resilix_reference::twin::Mix;
-
-fn bucket(rng: &mut Bytes<'_>) -> TokenBucketConfig {
-    match rng.below(4) {
-        0 => TokenBucketConfig::GRPC_A6_EXAMPLE,
-        1 => TokenBucketConfig::AWS_SDK_STANDARD,
-        2 => TokenBucketConfig::BROOKER_2022,
-        _ => {
-            let capacity = 1 + rng.below(20_000) as u32;
-            TokenBucketConfig {
-                capacity: Tokens::milli(capacity),
-                initial: Tokens::milli(rng.below(u64::from(capacity) + 1) as u32),
-                retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
-                timeout_retry_cost: Tokens::milli(1 + rng.below(3_000) as u32),
-                first_try_success: Tokens::milli(rng.below(1_000) as u32),
-                retry_success: if rng.below(2) == 0 {
-                    RetrySuccess::RefundCost
-                } else {
-                    RetrySuccess::Deposit(Tokens::milli(rng.below(1_000) as u32))
-                },
-                floor: Tokens::milli(rng.below(u64::from(capacity)) as u32),
-                charge: if rng.below(2) == 0 {
-                    Charge::EveryFailure
-                } else {
-                    Charge::GrantedRetry
-                },
-            }
-        }
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let mut rng = Bytes::new(data);
     let steps = (data.len() as u64 / 3).min(4_000);
-    let config = bucket(&mut rng);
+    let config = token_bucket_config(&mut rng);
     let Ok(real) = TokenBucket::new(config) else {
         return; // floor + cost above the capacity: refused
     };
     let pool: Vec<TokenBucketConfig> = (0..1 + rng.below(5))
-        .map(|_| bucket(&mut rng))
+        .map(|_| token_bucket_config(&mut rng))
         .filter(|c| TokenBucket::new(*c).is_ok())
         .collect();
     let mut twin = ReconfiguringBucketTwin::new(token_bucket_twin(&real, &config), pool, 8);

@@ -10,9 +10,13 @@
 //!   the overflow model, shared by every key without an entry.
 //! * `evict_idle` frees every idle entry.
 //!
-//! The keyed bulkhead and the keyed throttler are modelled on it; the keyed breaker's and
-//! budget's models predate it and keep their own copies of these rules.
+//! The keyed rate limiter, breaker, budget, bulkhead and throttler are modelled on it; their twins share
+//! [`Arrivals`] (which key each arrival is for, and when `evict_idle` comes first) and
+//! [`agree`] / [`agree_home`] for what they compare.
 
+use core::fmt::{Debug, Display};
+
+use resilix::random::Random;
 use resilix::time::Instant;
 
 /// Probes from a key's home entry.
@@ -25,7 +29,7 @@ pub trait Idle {
 }
 
 /// One placed key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placed<M> {
     /// The key.
     pub key: u64,
@@ -45,7 +49,7 @@ pub enum Home {
 }
 
 /// The keyed table, plainly.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Table<M> {
     fresh: M,
     entries: Vec<Option<Placed<M>>>,
@@ -78,8 +82,19 @@ impl<M: Idle + Clone> Table<M> {
         matches!(e, Some(p) if p.in_flight == 0 && p.model.is_idle(now))
     }
 
-    /// Where a call for `key` at `now` goes, placing the key if it can.
+    /// Where a call for `key` at `now` goes, placing the key (as a copy of the fresh model)
+    /// if it can.
     pub fn place(&mut self, key: u64, now: Instant) -> Home {
+        self.place_by(key, now, M::clone)
+    }
+
+    /// [`place`](Self::place), for a policy whose new model depends on when it is placed
+    /// (a rate limiter's bucket starts full at `now`): a placed key's model is `fresh()`.
+    pub fn place_fresh(&mut self, key: u64, now: Instant, fresh: impl FnOnce() -> M) -> Home {
+        self.place_by(key, now, |_| fresh())
+    }
+
+    fn place_by(&mut self, key: u64, now: Instant, fresh: impl FnOnce(&M) -> M) -> Home {
         if let Some(i) = self.find(key) {
             return Home::Entry(i);
         }
@@ -92,7 +107,7 @@ impl<M: Idle + Clone> Table<M> {
             Some(i) => {
                 self.entries[i] = Some(Placed {
                     key,
-                    model: self.fresh.clone(),
+                    model: fresh(&self.fresh),
                     in_flight: 0,
                 });
                 Home::Entry(i)
@@ -160,4 +175,73 @@ impl<M: Idle + Clone> Table<M> {
 /// The key numbered `i` in the keyed twins: spread by a multiplier so that homes collide.
 pub fn key(i: u64) -> u64 {
     i.wrapping_mul(0x1_0000_0001)
+}
+
+/// A keyed twin's arrivals: each for one of keys `0..keys` ([`key`]), one in `evict_one_in`
+/// preceded by `evict_idle` (never with 0).
+#[derive(Clone, Copy, Debug)]
+pub struct Arrivals {
+    keys: u64,
+    evict_one_in: u64,
+}
+
+impl Arrivals {
+    /// Arrivals over `keys` keys (at least one).
+    pub fn new(keys: u64, evict_one_in: u64) -> Arrivals {
+        Arrivals {
+            keys: keys.max(1),
+            evict_one_in,
+        }
+    }
+
+    /// The next arrival: whether `evict_idle` comes first, and its key. The eviction draw
+    /// comes first, so that twins draw as they always did.
+    pub fn draw(&self, rng: &mut dyn Random) -> (bool, u64) {
+        let evict = self.evict_one_in > 0 && rng.below(self.evict_one_in) == 0;
+        (evict, key(rng.below(self.keys)))
+    }
+
+    /// Every key an arrival may be for.
+    pub fn keys(&self) -> impl Iterator<Item = u64> + use<> {
+        (0..self.keys).map(key)
+    }
+
+    /// What every keyed twin's `check` compares: `len` (real, model), then `what` of every
+    /// key's own entry (real, model; `None` without one), then `what` of the overflow.
+    pub fn agree_table<T: PartialEq + Debug>(
+        &self,
+        what: &str,
+        len: (usize, usize),
+        entry: impl Fn(u64) -> (Option<T>, Option<T>),
+        overflow: (T, T),
+    ) -> Result<(), String> {
+        agree("len", len.0, len.1)?;
+        for key in self.keys() {
+            let (real, model) = entry(key);
+            agree(format_args!("{what}({key})"), real, model)?;
+        }
+        agree(format_args!("overflow {what}"), overflow.0, overflow.1)?;
+        Ok(())
+    }
+}
+
+/// `real`, when the model says the same of `what`; else the disagreement.
+pub fn agree<T: PartialEq + Debug>(what: impl Display, real: T, model: T) -> Result<T, String> {
+    if real == model {
+        Ok(real)
+    } else {
+        Err(format!("{what}: real {real:?}, model {model:?}"))
+    }
+}
+
+/// Whether the real table admitted `key`'s call in its overflow exactly when the model's
+/// `home` is the overflow.
+pub fn agree_home(key: u64, real_overflow: bool, home: Home) -> Result<(), String> {
+    if real_overflow == (home == Home::Overflow) {
+        Ok(())
+    } else {
+        Err(format!(
+            "key {key}: real overflow {real_overflow}, model {home:?}"
+        ))
+    }
 }

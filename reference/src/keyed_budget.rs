@@ -1,14 +1,12 @@
-//! The keyed retry budget, plainly: a list of `N` entries of `(key, ratio model)`, one
-//! overflow ratio model and the shared budget's model.
+//! The keyed retry budget, plainly: [`crate::keyed::Table`] of ratio models, and the shared
+//! budget's model.
 //!
 //! What it means (the same as `resilix::retry::budget::KeyedBudget`, single-threaded):
 //!
-//! * A key may live in the 8 entries from its home (`⌊key · 0x9E3779B97F4A7C15 / 2^32⌋ mod N`,
-//!   wrapping), as in the keyed rate limiter and the keyed breaker.
-//! * A first attempt or a retry for a key with an entry is counted in that entry's budget. A
-//!   key without one takes the first free entry among its 8, else the first **idle** one (no
-//!   first attempt and no retry in its window), which starts over as a new budget; else it is
-//!   counted in the overflow budget, shared by every key without an entry.
+//! * A first attempt or a retry for a key is counted in its table entry's budget, placed by
+//!   the table's rules; a budget is idle with no first attempt and no retry in its window
+//!   (and a budget has no calls in flight); a key without an entry is counted in the overflow
+//!   budget, shared by every key without one.
 //! * A retry is granted when the key's budget and the shared budget both grant it; the key's
 //!   books then hold it and the shared budget's do. When the key refuses, the shared budget is
 //!   not asked: it records an unretried failure. When the key would grant and the shared budget
@@ -24,6 +22,8 @@ use resilix::time::Instant;
 use resilix::verdict::{Verdict, VerdictKind};
 
 use crate::budget::{Books, BudgetModel, MAX_ATTEMPTS, RatioModel};
+pub use crate::keyed::Home;
+use crate::keyed::{Arrivals, Idle, Table, agree, key};
 use crate::twin::{Decision, Twin};
 
 /// The absent shared budget is its own model: it grants everything and keeps no books.
@@ -45,24 +45,16 @@ impl Books for Unlimited {
     }
 }
 
-/// Probes from a key's home entry.
-const PROBES: usize = 8;
-
-/// Which budget counts a key: an entry's, or the overflow's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Home {
-    /// Entry `i`.
-    Entry(usize),
-    /// The overflow budget.
-    Overflow,
+impl Idle for RatioModel {
+    fn is_idle(&self, now: Instant) -> bool {
+        self.books(now) == (0, 0)
+    }
 }
 
 /// The keyed budget, plainly.
 #[derive(Clone, Debug)]
 pub struct KeyedBudgetModel<M: BudgetModel> {
-    fresh: RatioModel,
-    entries: Vec<Option<(u64, RatioModel)>>,
-    overflow: RatioModel,
+    table: Table<RatioModel>,
     shared: M,
 }
 
@@ -70,68 +62,28 @@ impl<M: BudgetModel> KeyedBudgetModel<M> {
     /// An empty table of `n` entries of ratio budgets with `per_key` over `buckets` buckets,
     /// under `shared` (a fresh model).
     pub fn new(per_key: &RatioBudgetConfig, buckets: usize, n: usize, shared: M) -> Self {
-        assert!(n > 0, "a keyed budget needs at least one entry");
-        let fresh = RatioModel::new(per_key, buckets);
         KeyedBudgetModel {
-            overflow: fresh.clone(),
-            fresh,
-            entries: vec![None; n],
+            table: Table::new(RatioModel::new(per_key, buckets), n),
             shared,
         }
     }
 
-    fn candidates(&self, key: u64) -> impl Iterator<Item = usize> + use<M> {
-        let n = self.entries.len();
-        let home = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % n;
-        (0..PROBES.min(n)).map(move |i| (home + i) % n)
-    }
-
-    fn find(&self, key: u64) -> Option<usize> {
-        self.candidates(key)
-            .find(|&i| matches!(&self.entries[i], Some((k, _)) if *k == key))
-    }
-
-    fn idle(e: &Option<(u64, RatioModel)>, now: Instant) -> bool {
-        matches!(e, Some((_, b)) if b.books(now) == (0, 0))
-    }
-
     /// Where `key`'s books are at `now`, placing the key if it can.
     pub fn place(&mut self, key: u64, now: Instant) -> Home {
-        if let Some(i) = self.find(key) {
-            return Home::Entry(i);
-        }
-        let free = self.candidates(key).find(|&i| self.entries[i].is_none());
-        let i = free.or_else(|| {
-            self.candidates(key)
-                .find(|&i| Self::idle(&self.entries[i], now))
-        });
-        match i {
-            Some(i) => {
-                self.entries[i] = Some((key, self.fresh.clone()));
-                Home::Entry(i)
-            }
-            None => Home::Overflow,
-        }
-    }
-
-    fn budget(&mut self, home: Home) -> &mut RatioModel {
-        match home {
-            Home::Entry(i) => &mut self.entries[i].as_mut().expect("placed").1,
-            Home::Overflow => &mut self.overflow,
-        }
+        self.table.place(key, now)
     }
 
     /// A first attempt of `key` settled at `now`.
     pub fn record_first_attempt(&mut self, key: u64, now: Instant) {
         let home = self.place(key, now);
-        self.budget(home).record_first_attempt(now);
+        self.table.model(home).record_first_attempt(now);
         self.shared.record_first_attempt(now);
     }
 
     /// A retry for `key` after a failure of kind `after`: granted by both, or not.
     pub fn try_spend(&mut self, key: u64, now: Instant, after: VerdictKind) -> bool {
         let home = self.place(key, now);
-        let own = self.budget(home);
+        let own = self.table.model(home);
         let (_, retries) = own.books(now);
         if retries >= own.allowance(now) {
             self.shared.record_unretried_failure(now, after);
@@ -140,7 +92,7 @@ impl<M: BudgetModel> KeyedBudgetModel<M> {
         if !self.shared.try_spend(now, after) {
             return false;
         }
-        let granted = self.budget(home).try_spend(now, after);
+        let granted = self.table.model(home).try_spend(now, after);
         assert!(granted, "the key's room was checked above");
         true
     }
@@ -157,13 +109,12 @@ impl<M: BudgetModel> KeyedBudgetModel<M> {
 
     /// `counts`: the key's own (first attempts, retries) at `now`, `None` without an entry.
     pub fn counts(&self, key: u64, now: Instant) -> Option<(u64, u64)> {
-        self.find(key)
-            .map(|i| self.entries[i].as_ref().expect("placed").1.books(now))
+        self.table.get(key).map(|b| b.books(now))
     }
 
     /// The overflow budget's books at `now`.
     pub fn overflow_books(&self, now: Instant) -> (u64, u64) {
-        self.overflow.books(now)
+        self.table.overflow().books(now)
     }
 
     /// The shared budget's model.
@@ -173,24 +124,17 @@ impl<M: BudgetModel> KeyedBudgetModel<M> {
 
     /// `evict_idle`.
     pub fn evict_idle(&mut self, now: Instant) -> usize {
-        let mut evicted = 0;
-        for e in &mut self.entries {
-            if Self::idle(e, now) {
-                *e = None;
-                evicted += 1;
-            }
-        }
-        evicted
+        self.table.evict_idle(now)
     }
 
     /// `len`.
     pub fn len(&self) -> usize {
-        self.entries.iter().filter(|e| e.is_some()).count()
+        self.table.len()
     }
 
     /// `is_empty`.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.table.is_empty()
     }
 }
 
@@ -217,8 +161,7 @@ pub struct KeyedBudgetTwin<
 > {
     real: &'a KeyedBudget<N, S, B>,
     model: KeyedBudgetModel<M>,
-    keys: u64,
-    evict_one_in: u64,
+    arrivals: Arrivals,
     open: Vec<Attempt>,
     granted: u64,
     refused: u64,
@@ -238,8 +181,7 @@ impl<'a, const N: usize, S: RetryBudget + Books, const B: usize, M: BudgetModel>
         KeyedBudgetTwin {
             real,
             model: KeyedBudgetModel::new(per_key, B, N, shared),
-            keys: keys.max(1),
-            evict_one_in,
+            arrivals: Arrivals::new(keys, evict_one_in),
             open: Vec::new(),
             granted: 0,
             refused: 0,
@@ -248,7 +190,7 @@ impl<'a, const N: usize, S: RetryBudget + Books, const B: usize, M: BudgetModel>
 
     /// The key numbered `i`.
     pub fn key(i: u64) -> u64 {
-        i.wrapping_mul(0x1_0000_0001)
+        key(i)
     }
 
     /// The model.
@@ -287,12 +229,11 @@ impl<'a, const N: usize, S: RetryBudget + Books, const B: usize, M: BudgetModel>
 
     /// Both evict idle entries at `now`.
     pub fn evict_idle(&mut self, now: Instant) -> Result<usize, String> {
-        let (real, model) = (self.real.evict_idle(now), self.model.evict_idle(now));
-        if real == model {
-            Ok(real)
-        } else {
-            Err(format!("evict_idle: real {real}, model {model}"))
-        }
+        agree(
+            "evict_idle",
+            self.real.evict_idle(now),
+            self.model.evict_idle(now),
+        )
     }
 }
 
@@ -304,10 +245,10 @@ impl<const N: usize, S: RetryBudget + Books, const B: usize, M: BudgetModel> Twi
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
-        if self.evict_one_in > 0 && rng.below(self.evict_one_in) == 0 {
+        let (evict, key) = self.arrivals.draw(rng);
+        if evict {
             self.evict_idle(now)?;
         }
-        let key = Self::key(rng.below(self.keys));
         self.open.push(Attempt {
             key,
             number: 1,
@@ -365,38 +306,24 @@ impl<const N: usize, S: RetryBudget + Books, const B: usize, M: BudgetModel> Twi
     }
 
     fn check(&mut self, now: Instant) -> Result<(), String> {
-        if self.real.len() != self.model.len() {
-            return Err(format!(
-                "len: real {}, model {}",
-                self.real.len(),
-                self.model.len()
-            ));
-        }
-        for i in 0..self.keys {
-            let key = Self::key(i);
-            let real = self
-                .real
-                .counts(key, now)
-                .map(|(f, r)| (u64::from(f), u64::from(r)));
-            let model = self.model.counts(key, now);
-            if real != model {
-                return Err(format!("counts({key}): real {real:?}, model {model:?}"));
-            }
-        }
-        let (real, model) = (
-            self.real.overflow().books(now),
-            self.model.overflow_books(now),
-        );
-        if real != model {
-            return Err(format!("overflow: real {real:?}, model {model:?}"));
-        }
-        let (real, model) = (
+        self.arrivals.agree_table(
+            "counts",
+            (self.real.len(), self.model.len()),
+            |key| {
+                let real = self.real.counts(key, now);
+                let real = real.map(|(f, r)| (u64::from(f), u64::from(r)));
+                (real, self.model.counts(key, now))
+            },
+            (
+                self.real.overflow().books(now),
+                self.model.overflow_books(now),
+            ),
+        )?;
+        agree(
+            "shared",
             self.real.shared().books(now),
             self.model.shared().books(now),
-        );
-        if real != model {
-            return Err(format!("shared: real {real:?}, model {model:?}"));
-        }
+        )?;
         Ok(())
     }
 }

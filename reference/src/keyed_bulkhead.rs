@@ -27,7 +27,7 @@ use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
 use crate::bulkhead::Model;
-use crate::keyed::{Home, Idle, Table, key};
+use crate::keyed::{Arrivals, Home, Idle, Table, agree, agree_home};
 use crate::twin::{Decision, Twin, same};
 
 impl Idle for Model {
@@ -42,8 +42,7 @@ impl Idle for Model {
 pub struct KeyedBulkheadTwin<'a, const N: usize> {
     real: &'a KeyedBulkhead<N>,
     model: Table<Model>,
-    keys: u64,
-    evict_one_in: u64,
+    arrivals: Arrivals,
     calls: Vec<(KeyedPermit<'a>, Home)>,
 }
 
@@ -54,8 +53,7 @@ impl<'a, const N: usize> KeyedBulkheadTwin<'a, N> {
         KeyedBulkheadTwin {
             real,
             model: Table::new(Model::new(real.max_concurrent()), N),
-            keys: keys.max(1),
-            evict_one_in,
+            arrivals: Arrivals::new(keys, evict_one_in),
             calls: Vec::new(),
         }
     }
@@ -67,12 +65,11 @@ impl<'a, const N: usize> KeyedBulkheadTwin<'a, N> {
 
     /// Both evict idle entries.
     pub fn evict_idle(&mut self, now: Instant) -> Result<usize, String> {
-        let (real, model) = (self.real.evict_idle(), self.model.evict_idle(now));
-        if real == model {
-            Ok(real)
-        } else {
-            Err(format!("evict_idle: real {real}, model {model}"))
-        }
+        agree(
+            "evict_idle",
+            self.real.evict_idle(),
+            self.model.evict_idle(now),
+        )
     }
 }
 
@@ -82,10 +79,10 @@ impl<const N: usize> Twin for KeyedBulkheadTwin<'_, N> {
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
-        if self.evict_one_in > 0 && rng.below(self.evict_one_in) == 0 {
+        let (evict, key) = self.arrivals.draw(rng);
+        if evict {
             self.evict_idle(now)?;
         }
-        let key = key(rng.below(self.keys));
         let real = self.real.try_admit(key);
         let home = self.model.place(key, now);
         let bulkhead = self.model.model(home);
@@ -93,12 +90,7 @@ impl<const N: usize> Twin for KeyedBulkheadTwin<'_, N> {
             same(Decision::of(&real), bulkhead.arrive()).map_err(|e| format!("key {key}: {e}"))?;
         let held = bulkhead.held();
         if let Ok(permit) = real {
-            if permit.is_overflow() != (home == Home::Overflow) {
-                return Err(format!(
-                    "key {key}: real overflow {}, model {home:?}",
-                    permit.is_overflow()
-                ));
-            }
+            agree_home(key, permit.is_overflow(), home)?;
             if permit.held_at_admission() != held {
                 return Err(format!(
                     "key {key}: admitted with {} held, the model holds {held}",
@@ -129,24 +121,11 @@ impl<const N: usize> Twin for KeyedBulkheadTwin<'_, N> {
     }
 
     fn check(&mut self, _now: Instant) -> Result<(), String> {
-        if self.real.len() != self.model.len() {
-            return Err(format!(
-                "len: real {}, model {}",
-                self.real.len(),
-                self.model.len()
-            ));
-        }
-        for i in 0..self.keys {
-            let key = key(i);
-            let (real, model) = (self.real.held(key), self.model.get(key).map(Model::held));
-            if real != model {
-                return Err(format!("held({key}): real {real:?}, model {model:?}"));
-            }
-        }
-        let (real, model) = (self.real.overflow().held(), self.model.overflow().held());
-        if real != model {
-            return Err(format!("overflow held: real {real}, model {model}"));
-        }
-        Ok(())
+        self.arrivals.agree_table(
+            "held",
+            (self.real.len(), self.model.len()),
+            |key| (self.real.held(key), self.model.get(key).map(Model::held)),
+            (self.real.overflow().held(), self.model.overflow().held()),
+        )
     }
 }

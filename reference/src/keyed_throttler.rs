@@ -28,7 +28,7 @@ use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
 use crate::draws::Recorder;
-use crate::keyed::{Home, Idle, Table, key};
+use crate::keyed::{Arrivals, Home, Idle, Table, agree, agree_home};
 use crate::throttler::ThrottlerModel;
 use crate::twin::{Decision, Twin, same};
 
@@ -44,8 +44,7 @@ impl Idle for ThrottlerModel {
 pub struct KeyedThrottlerTwin<'a, const N: usize, const B: usize> {
     real: &'a KeyedThrottler<N, B>,
     model: Table<ThrottlerModel>,
-    keys: u64,
-    evict_one_in: u64,
+    arrivals: Arrivals,
     calls: Vec<(KeyedPermit<'a, B>, Home)>,
 }
 
@@ -61,8 +60,7 @@ impl<'a, const N: usize, const B: usize> KeyedThrottlerTwin<'a, N, B> {
         KeyedThrottlerTwin {
             real,
             model: Table::new(ThrottlerModel::new(config, B), N),
-            keys: keys.max(1),
-            evict_one_in,
+            arrivals: Arrivals::new(keys, evict_one_in),
             calls: Vec::new(),
         }
     }
@@ -74,12 +72,11 @@ impl<'a, const N: usize, const B: usize> KeyedThrottlerTwin<'a, N, B> {
 
     /// Both evict idle entries at `now`.
     pub fn evict_idle(&mut self, now: Instant) -> Result<usize, String> {
-        let (real, model) = (self.real.evict_idle(now), self.model.evict_idle(now));
-        if real == model {
-            Ok(real)
-        } else {
-            Err(format!("evict_idle: real {real}, model {model}"))
-        }
+        agree(
+            "evict_idle",
+            self.real.evict_idle(now),
+            self.model.evict_idle(now),
+        )
     }
 }
 
@@ -93,10 +90,10 @@ impl<const N: usize, const B: usize> Twin for KeyedThrottlerTwin<'_, N, B> {
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
-        if self.evict_one_in > 0 && rng.below(self.evict_one_in) == 0 {
+        let (evict, key) = self.arrivals.draw(rng);
+        if evict {
             self.evict_idle(now)?;
         }
-        let key = key(rng.below(self.keys));
         let mut recorder = Recorder::new(rng);
         let real = self.real.admit(key, &mut Env::new(now, &mut recorder));
         let home = self.model.place(key, now);
@@ -113,12 +110,7 @@ impl<const N: usize, const B: usize> Twin for KeyedThrottlerTwin<'_, N, B> {
         let decision =
             same(Decision::of(&real), model_decision).map_err(|e| format!("key {key}: {e}"))?;
         if let Ok(permit) = real {
-            if permit.is_overflow() != (home == Home::Overflow) {
-                return Err(format!(
-                    "key {key}: real overflow {}, model {home:?}",
-                    permit.is_overflow()
-                ));
-            }
+            agree_home(key, permit.is_overflow(), home)?;
             self.model.begin(home);
             self.calls.push((permit, home));
         }
@@ -145,26 +137,17 @@ impl<const N: usize, const B: usize> Twin for KeyedThrottlerTwin<'_, N, B> {
     }
 
     fn check(&mut self, now: Instant) -> Result<(), String> {
-        if self.real.len() != self.model.len() {
-            return Err(format!(
-                "len: real {}, model {}",
-                self.real.len(),
-                self.model.len()
-            ));
-        }
-        for i in 0..self.keys {
-            let key = key(i);
-            let real = self.real.counts(key, now).map(wide);
-            let model = self.model.get(key).map(|m| m.counts(now));
-            if real != model {
-                return Err(format!("counts({key}): real {real:?}, model {model:?}"));
-            }
-        }
-        let real = wide(self.real.overflow().counts(now));
-        let model = self.model.overflow().counts(now);
-        if real != model {
-            return Err(format!("overflow counts: real {real:?}, model {model:?}"));
-        }
-        Ok(())
+        self.arrivals.agree_table(
+            "counts",
+            (self.real.len(), self.model.len()),
+            |key| {
+                let real = self.real.counts(key, now).map(wide);
+                (real, self.model.get(key).map(|m| m.counts(now)))
+            },
+            (
+                wide(self.real.overflow().counts(now)),
+                self.model.overflow().counts(now),
+            ),
+        )
     }
 }

@@ -29,6 +29,7 @@ pub mod breaker;
 pub mod budget;
 pub mod bulkhead;
 pub mod chaos;
+pub mod configs;
 mod draws;
 pub mod hedge;
 pub mod inbound;

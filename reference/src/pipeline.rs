@@ -57,7 +57,7 @@ use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::permit::Env;
 use resilix::pipeline::{Attempt, Pipeline};
 use resilix::random::Random;
-use resilix::rate_limit::{AcquireError, RateLimitConfig, RateLimiter};
+use resilix::rate_limit::{RateLimitConfig, RateLimiter};
 use resilix::rejection::RejectReason;
 use resilix::retry::NoRetry;
 use resilix::throttler::{Throttler, ThrottlerConfig};
@@ -67,7 +67,7 @@ use resilix::verdict::Verdict;
 use crate::breaker::{Model as BreakerModel, Ticket as BreakerTicket};
 use crate::bulkhead::Model as BulkheadModel;
 use crate::limiter::{Model as LimiterModel, ModelPermit as LimiterTicket};
-use crate::rate_limit::RateLimitModel;
+use crate::rate_limit::{self, RateLimitModel};
 use crate::throttler::ThrottlerModel;
 use crate::twin::{Decision, Twin, same};
 
@@ -190,15 +190,8 @@ impl Models {
             }
             match self.rate_limit.try_acquire_n(now, 1) {
                 Ok(()) => return Ok(t),
-                Err(AcquireError::Limited(r)) => Decision::Refused {
-                    reason: r.reason(),
-                    retry_at: r.retry_at(),
-                },
-                // One cell always fits a valid burst; as the real limiter says it anyway.
-                Err(AcquireError::ExceedsBurst { .. }) => Decision::Refused {
-                    reason: RejectReason::RateLimited,
-                    retry_at: None,
-                },
+                // One cell always fits a valid burst; `ExceedsBurst` is mapped anyway.
+                Err(e) => rate_limit::refused(e),
             }
         };
         self.cancel(t, now, rng);

@@ -26,11 +26,10 @@
 //! A bucket that is full at `now` is written as full from the start of `now`'s step.
 //!
 //! The keyed table ([`KeyedModel`]) is the part of [`KeyedRateLimiter`] that is deterministic
-//! single-threaded: `N` entries; a key may live in the 8 entries from its home
-//! (`⌊key · 0x9E3779B97F4A7C15 / 2^32⌋ mod N`, wrapping); a new key takes the first free one
-//! among them, else the first whose bucket is full at `now` (an idle key is indistinguishable
-//! from a new one), else it is limited by the one overflow bucket that every key without an
-//! entry shares; `evict_idle` frees every entry whose bucket is full.
+//! single-threaded: [`crate::keyed::Table`] of buckets, a bucket idle when it is full at `now`
+//! (an idle key is indistinguishable from a new one) and a newly placed key's bucket full at
+//! `now`; a key without an entry is limited by the one overflow bucket that every such key
+//! shares.
 //!
 //! [`KeyedRateLimiter`]: resilix::rate_limit::KeyedRateLimiter
 
@@ -44,6 +43,7 @@ use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
 
+use crate::keyed::{Arrivals, Idle, Table, agree};
 use crate::twin::{Decision, Twin};
 
 /// The finest resolution: 8 ns (`2^3`).
@@ -369,25 +369,9 @@ impl Twin for RateLimitTwin<'_> {
             let config = self.pool[rng.below(self.pool.len() as u64) as usize];
             self.reconfigure(config, now)?;
         }
-        let n = if rng.below(8) == 0 {
-            1 + rng.below(self.model.params.burst as u64 + 1) as u32
-        } else {
-            1
-        };
-        match self.acquire(now, n)? {
-            Ok(()) => {
-                self.open += 1;
-                Ok(Decision::Admitted)
-            }
-            Err(AcquireError::Limited(r)) => Ok(Decision::Refused {
-                reason: r.reason(),
-                retry_at: r.retry_at(),
-            }),
-            Err(AcquireError::ExceedsBurst { .. }) => Ok(Decision::Refused {
-                reason: RejectReason::RateLimited,
-                retry_at: None,
-            }),
-        }
+        let n = cells(rng, self.model.params.burst);
+        let result = self.acquire(now, n)?;
+        Ok(decide(result, &mut self.open))
     }
 
     fn end(
@@ -397,8 +381,7 @@ impl Twin for RateLimitTwin<'_> {
         _verdict: Option<Verdict>,
         _rng: &mut dyn Random,
     ) -> Result<(), String> {
-        // A rate-limit permit holds nothing: the cell was spent at admit.
-        self.open = self.open.saturating_sub(1);
+        end(&mut self.open);
         Ok(())
     }
 
@@ -432,18 +415,25 @@ impl Twin for RateLimitTwin<'_> {
     }
 }
 
-/// Probes from a key's home entry.
-const PROBES: usize = 8;
+/// A key's bucket, beside the parameters its idle rule reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct KeyBucket {
+    params: Params,
+    bucket: Bucket,
+}
 
-/// The keyed table, plainly: `N` entries of `(key, bucket)` and one overflow bucket.
+impl Idle for KeyBucket {
+    fn is_idle(&self, now: Instant) -> bool {
+        self.bucket.is_full(&self.params, now)
+    }
+}
+
+/// The keyed table, plainly: `N` entries of buckets and one overflow bucket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyedModel {
     /// The parameters (one configuration for every key).
     pub params: Params,
-    /// The entries.
-    pub entries: Vec<Option<(u64, Bucket)>>,
-    /// The bucket every key without an entry shares.
-    pub overflow: Bucket,
+    table: Table<KeyBucket>,
 }
 
 impl KeyedModel {
@@ -452,23 +442,15 @@ impl KeyedModel {
         if n == 0 {
             return Err(RateLimitConfigError::ZeroCapacity);
         }
+        let params = Params::of(config)?;
+        let never_used = KeyBucket {
+            params,
+            bucket: Bucket::NEW,
+        };
         Ok(KeyedModel {
-            params: Params::of(config)?,
-            entries: vec![None; n],
-            overflow: Bucket::NEW,
+            params,
+            table: Table::new(never_used, n),
         })
-    }
-
-    /// The entries `key` may live in, in probe order.
-    fn candidates(&self, key: u64) -> impl Iterator<Item = usize> + use<> {
-        let n = self.entries.len();
-        let home = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize) % n;
-        (0..PROBES.min(n)).map(move |i| (home + i) % n)
-    }
-
-    fn find(&self, key: u64) -> Option<usize> {
-        self.candidates(key)
-            .find(|&i| matches!(self.entries[i], Some((k, _)) if k == key))
     }
 
     /// `try_acquire_n`.
@@ -482,56 +464,34 @@ impl KeyedModel {
                 burst: self.params.burst as u32,
             });
         }
-        let p = self.params;
-        let slot = self.find(key).or_else(|| {
-            let free = self.candidates(key).find(|&i| self.entries[i].is_none());
-            let idle = || {
-                self.candidates(key)
-                    .find(|&i| matches!(self.entries[i], Some((_, b)) if b.is_full(&p, now)))
-            };
-            let i = free.or_else(idle)?;
-            self.entries[i] = Some((key, Bucket::full(&p, now)));
-            Some(i)
+        let params = self.params;
+        let home = self.table.place_fresh(key, now, || KeyBucket {
+            params,
+            bucket: Bucket::full(&params, now),
         });
-        let bucket = match slot {
-            Some(i) => &mut self.entries[i].as_mut().expect("live").1,
-            None => &mut self.overflow,
-        };
-        acquire_n(bucket, &p, now, n)
+        acquire_n(&mut self.table.model(home).bucket, &params, now, n)
     }
 
     /// `available`.
     pub fn available(&self, key: u64, now: Instant) -> u32 {
-        match self.find(key) {
-            Some(i) => self.entries[i]
-                .expect("live")
-                .1
-                .available(&self.params, now),
-            None => self.overflow.available(&self.params, now),
-        }
+        let own = self.table.get(key);
+        let bucket = own.unwrap_or(self.table.overflow()).bucket;
+        bucket.available(&self.params, now)
     }
 
     /// `evict_idle`.
     pub fn evict_idle(&mut self, now: Instant) -> usize {
-        let p = self.params;
-        let mut evicted = 0;
-        for e in &mut self.entries {
-            if matches!(e, Some((_, b)) if b.is_full(&p, now)) {
-                *e = None;
-                evicted += 1;
-            }
-        }
-        evicted
+        self.table.evict_idle(now)
     }
 
     /// `len`.
     pub fn len(&self) -> usize {
-        self.entries.iter().filter(|e| e.is_some()).count()
+        self.table.len()
     }
 
     /// `is_empty`.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.table.is_empty()
     }
 }
 
@@ -542,8 +502,7 @@ impl KeyedModel {
 pub struct KeyedTwin<'a, const N: usize> {
     real: &'a KeyedRateLimiter<N>,
     model: KeyedModel,
-    keys: u64,
-    evict_one_in: u64,
+    arrivals: Arrivals,
     open: usize,
 }
 
@@ -558,15 +517,14 @@ impl<'a, const N: usize> KeyedTwin<'a, N> {
         Ok(KeyedTwin {
             real,
             model: KeyedModel::new(config, N)?,
-            keys: keys.max(1),
-            evict_one_in,
+            arrivals: Arrivals::new(keys, evict_one_in),
             open: 0,
         })
     }
 
     /// The key numbered `i`.
     pub fn key(i: u64) -> u64 {
-        i.wrapping_mul(0x1_0000_0001)
+        crate::keyed::key(i)
     }
 
     /// Both take `n` cells for `key` at `now`.
@@ -587,12 +545,11 @@ impl<'a, const N: usize> KeyedTwin<'a, N> {
 
     /// Both evict idle entries at `now`.
     pub fn evict_idle(&mut self, now: Instant) -> Result<usize, String> {
-        let (real, model) = (self.real.evict_idle(now), self.model.evict_idle(now));
-        if real == model {
-            Ok(real)
-        } else {
-            Err(format!("evict_idle: real {real}, model {model}"))
-        }
+        agree(
+            "evict_idle",
+            self.real.evict_idle(now),
+            self.model.evict_idle(now),
+        )
     }
 }
 
@@ -602,29 +559,13 @@ impl<const N: usize> Twin for KeyedTwin<'_, N> {
     }
 
     fn arrive(&mut self, now: Instant, rng: &mut dyn Random) -> Result<Decision, String> {
-        if self.evict_one_in > 0 && rng.below(self.evict_one_in) == 0 {
+        let (evict, key) = self.arrivals.draw(rng);
+        if evict {
             self.evict_idle(now)?;
         }
-        let key = Self::key(rng.below(self.keys));
-        let n = if rng.below(8) == 0 {
-            1 + rng.below(self.model.params.burst as u64 + 1) as u32
-        } else {
-            1
-        };
-        match self.acquire(key, now, n)? {
-            Ok(()) => {
-                self.open += 1;
-                Ok(Decision::Admitted)
-            }
-            Err(AcquireError::Limited(r)) => Ok(Decision::Refused {
-                reason: r.reason(),
-                retry_at: r.retry_at(),
-            }),
-            Err(AcquireError::ExceedsBurst { .. }) => Ok(Decision::Refused {
-                reason: RejectReason::RateLimited,
-                retry_at: None,
-            }),
-        }
+        let n = cells(rng, self.model.params.burst);
+        let result = self.acquire(key, now, n)?;
+        Ok(decide(result, &mut self.open))
     }
 
     fn end(
@@ -634,30 +575,62 @@ impl<const N: usize> Twin for KeyedTwin<'_, N> {
         _verdict: Option<Verdict>,
         _rng: &mut dyn Random,
     ) -> Result<(), String> {
-        self.open = self.open.saturating_sub(1);
+        end(&mut self.open);
         Ok(())
     }
 
     fn check(&mut self, now: Instant) -> Result<(), String> {
-        if self.real.len() != self.model.len() {
-            return Err(format!(
-                "len: real {}, model {}",
-                self.real.len(),
-                self.model.len()
-            ));
-        }
-        for i in 0..self.keys {
-            let key = Self::key(i);
-            let (real, model) = (
+        agree("len", self.real.len(), self.model.len())?;
+        for key in self.arrivals.keys() {
+            agree(
+                format_args!("available({key})"),
                 self.real.available(key, now),
                 self.model.available(key, now),
-            );
-            if real != model {
-                return Err(format!("available({key}): real {real}, model {model}"));
-            }
+            )?;
         }
         Ok(())
     }
+}
+
+/// How many cells an arrival asks for: one, or (one time in eight) up to one beyond `burst`,
+/// so that `ExceedsBurst` comes up too.
+fn cells(rng: &mut dyn Random, burst: u128) -> u32 {
+    if rng.below(8) == 0 {
+        1 + rng.below(burst as u64 + 1) as u32
+    } else {
+        1
+    }
+}
+
+/// The decision a twin reports for an acquire's `result`; an admitted call is one more open.
+fn decide(result: Result<(), AcquireError>, open: &mut usize) -> Decision {
+    match result {
+        Ok(()) => {
+            *open += 1;
+            Decision::Admitted
+        }
+        Err(e) => refused(e),
+    }
+}
+
+/// The refusal an acquire's error stands for: limited (with when to come back), or more cells
+/// than the burst, refused as the real limiter refuses it.
+pub fn refused(e: AcquireError) -> Decision {
+    match e {
+        AcquireError::Limited(r) => Decision::Refused {
+            reason: r.reason(),
+            retry_at: r.retry_at(),
+        },
+        AcquireError::ExceedsBurst { .. } => Decision::Refused {
+            reason: RejectReason::RateLimited,
+            retry_at: None,
+        },
+    }
+}
+
+/// A call ends: a rate-limit permit holds nothing (the cell was spent at admit).
+fn end(open: &mut usize) {
+    *open = open.saturating_sub(1);
 }
 
 /// A rate given as `count` per `period`, for tests that draw rates log-uniformly.
