@@ -164,6 +164,24 @@ mod tests {
     }
 
     #[test]
+    fn a_duration_just_past_u64_nanos_saturates_rather_than_wraps() {
+        // 18,446,744,074 s is 290 ms past u64::MAX nanoseconds: truncated it would be 290 ms.
+        let past = Duration::from_secs(18_446_744_074);
+        assert_eq!(Instant::ZERO.saturating_add(past), Instant::MAX);
+        assert_eq!(Instant::MAX.saturating_sub(past), Instant::ZERO);
+    }
+
+    #[test]
+    fn a_clock_reads_the_same_through_a_reference() {
+        use crate::time::{Clock, ManualClock};
+        let clock = ManualClock::new(Instant::from_secs(9));
+        let by_ref: &ManualClock = &clock;
+        assert_eq!(Clock::now(&by_ref), Instant::from_secs(9));
+        clock.set(Instant::from_secs(10));
+        assert_eq!(Clock::now(&&clock), Instant::from_secs(10));
+    }
+
+    #[test]
     fn min_max_order() {
         let a = Instant::from_nanos(5);
         let b = Instant::from_nanos(7);
