@@ -3,9 +3,11 @@
 //! reader, the bucket's old counts never appear in the new period, and at most the increments
 //! that race the claim are lost (the documented boundary loss).
 //!
-//! The window is crate-private; it is driven through [`RatioBudget`], whose first attempts
-//! and retries are a window's two counters (`record_first_attempt` adds, `try_spend` is the
-//! window's bounded increment, `counts` reads). One or two buckets of 8 ns (the shortest)
+//! The windows are crate-private; the running-total window (`window/running.rs`) is driven
+//! through [`RatioBudget`], whose first attempts and retries are its counters
+//! (`record_first_attempt` adds, `try_spend` is the window's bounded increment, `counts`
+//! reads), and the bucket-array window (`window.rs`, the breaker's) through [`RetryBreaker`],
+//! whose attempts and failures are its two counters. One or two buckets of 8 ns (the shortest)
 //! keep the models small; the protocol is the same for every bucket count and length.
 //!
 //! Every actor is a spawned thread: loom 0.7 explored no interleaving at all of the main
@@ -21,7 +23,9 @@ use loom::sync::Arc;
 use loom::thread;
 
 use resilix::VerdictKind;
-use resilix::retry::budget::{RatioBudget, RatioBudgetConfig, RetryBudget};
+use resilix::retry::budget::{
+    RatioBudget, RatioBudgetConfig, RetryBreaker, RetryBreakerConfig, RetryBudget,
+};
 use resilix::time::Instant;
 
 /// Explores every interleaving with at most three preemptions (loom's bound; the claim
@@ -72,53 +76,102 @@ fn budget<const B: usize>(
     Arc::new(b)
 }
 
+/// What the claim models read of a policy: its first attempts and its other counter in the
+/// window ending at `now`.
+trait Counted: RetryBudget + Send + Sync + 'static {
+    fn both(&self, now: Instant) -> (u32, u32);
+}
+
+impl<const B: usize> Counted for RatioBudget<B> {
+    fn both(&self, now: Instant) -> (u32, u32) {
+        self.counts(now)
+    }
+}
+
+impl<const B: usize> Counted for RetryBreaker<B> {
+    fn both(&self, now: Instant) -> (u32, u32) {
+        self.counts(now)
+    }
+}
+
+/// A retry breaker of one 8 ns bucket (its `TimeWindow`: the breaker's and the retry
+/// breaker's window, claimed by the protocol `window.rs` keeps for bucket arrays) with `old`
+/// first attempts recorded in period `old_period`.
+fn retry_breaker(old_period: u64, old: u32) -> Arc<RetryBreaker<1>> {
+    let b = RetryBreaker::<1>::new(RetryBreakerConfig {
+        max_failure_permille: 100,
+        min_attempts: 0,
+        window: Duration::from_nanos(BUCKET),
+    })
+    .unwrap();
+    for _ in 0..old {
+        b.record_first_attempt(at(old_period));
+    }
+    assert_eq!(b.counts(at(old_period)), (old, 0));
+    Arc::new(b)
+}
+
 /// Two threads record one first attempt each in period `new` of a one-bucket window whose
 /// bucket held three first attempts of period `old`; a third thread reads the window at
 /// `new` meanwhile. The reader never sees the old three; afterwards the window holds one or
 /// two (the claimer's own add is never lost; the other's may land between the claim's mark
-/// and its zeroing, the boundary loss).
-fn two_claims_and_a_reader(old: u64, new: u64) {
+/// and its zeroing, the boundary loss). `make` builds the policy with the old three.
+fn two_claims_and_a_reader<P: Counted>(make: fn(u64) -> Arc<P>, old: u64, new: u64) {
     model(move || {
-        let b = budget::<1>(1, old, 3, 0);
+        let b = make(old);
         let (b1, b2, b3) = (b.clone(), b.clone(), b.clone());
         let t1 = thread::spawn(move || b1.record_first_attempt(at(new)));
         let t2 = thread::spawn(move || b2.record_first_attempt(at(new)));
-        let reader = thread::spawn(move || b3.counts(at(new)));
+        let reader = thread::spawn(move || b3.both(at(new)));
         t1.join().unwrap();
         t2.join().unwrap();
-        let (firsts, retries) = reader.join().unwrap();
+        let (firsts, other) = reader.join().unwrap();
         assert!(firsts <= 2, "the old counts appeared to a reader: {firsts}");
-        assert_eq!(retries, 0);
-        let (firsts, _) = b.counts(at(new));
+        assert_eq!(other, 0);
+        let (firsts, _) = b.both(at(new));
         assert!((1..=2).contains(&firsts), "after both adds: {firsts}");
-        assert_eq!(b.counts(at(old)).0, 0, "the old period is gone");
+        assert_eq!(b.both(at(old)).0, 0, "the old period is gone");
     });
+}
+
+/// The ratio budget's window (`RunningWindow`) holding three old first attempts.
+fn ratio(old: u64) -> Arc<RatioBudget<1>> {
+    budget::<1>(1, old, 3, 0)
+}
+
+/// The retry breaker's window (`TimeWindow`) holding three old first attempts.
+fn time_window(old: u64) -> Arc<RetryBreaker<1>> {
+    retry_breaker(old, 3)
 }
 
 /// The same slot exactly one circle later: the period word's low bits are unchanged, only
 /// its era tells the periods apart.
 #[test]
 fn two_claims_a_whole_circle_later() {
-    two_claims_and_a_reader(5, 5 + CIRCLE);
+    two_claims_and_a_reader(ratio, 5, 5 + CIRCLE);
+    two_claims_and_a_reader(time_window, 5, 5 + CIRCLE);
 }
 
 /// The next period at a plain boundary, within one era.
 #[test]
 fn two_claims_at_a_period_boundary() {
-    two_claims_and_a_reader(5, 6);
+    two_claims_and_a_reader(ratio, 5, 6);
+    two_claims_and_a_reader(time_window, 5, 6);
 }
 
 /// The next period across an era boundary (the claim raises the era).
 #[test]
 fn two_claims_across_an_era_boundary() {
-    two_claims_and_a_reader(ERA - 1, ERA);
+    two_claims_and_a_reader(ratio, ERA - 1, ERA);
+    two_claims_and_a_reader(time_window, ERA - 1, ERA);
 }
 
 /// Three circles and a bit later, in a later era than the old one by more than the era
 /// protocol's slack: the old word alone would widen to a period in the new window.
 #[test]
 fn two_claims_many_circles_later() {
-    two_claims_and_a_reader(5, 5 + 3 * CIRCLE + 2 * ERA);
+    two_claims_and_a_reader(ratio, 5, 5 + 3 * CIRCLE + 2 * ERA);
+    two_claims_and_a_reader(time_window, 5, 5 + 3 * CIRCLE + 2 * ERA);
 }
 
 /// Two buckets: one thread claims bucket 0 a whole circle later while another claims bucket 1
