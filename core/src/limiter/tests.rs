@@ -85,3 +85,48 @@ fn a_permit_remembers_what_it_was_admitted_under() {
         (2, 2, Instant::from_secs(8))
     );
 }
+
+#[test]
+fn a_whole_change_of_the_limit_is_an_event_with_whole_limits() {
+    extern crate std;
+    use crate::observe::{Event, Observer};
+    use core::cell::RefCell;
+    use core::time::Duration;
+    use std::vec::Vec;
+    struct Log(RefCell<Vec<Event>>);
+    impl Observer for Log {
+        fn on_event(&self, e: &Event) {
+            self.0.borrow_mut().push(*e);
+        }
+    }
+    // AIMD closing its window at every settle: each success is +1 call.
+    let limiter = Limiter::new(LimiterConfig {
+        min_limit: 1,
+        initial_limit: 1,
+        max_limit: 10,
+        window_samples: 1,
+        min_rtt: Duration::ZERO,
+        probe_multiplier: 0,
+        ..LimiterConfig::aimd()
+    })
+    .unwrap();
+    let log = Log(RefCell::new(Vec::new()));
+    let mut rng = SeededRandom::new(3);
+    let mut env = Env::new(Instant::from_secs(2), &mut rng).with_observer(&log);
+    for _ in 0..2 {
+        let p = limiter.admit(&mut env).unwrap();
+        env.now = env.now + Duration::from_secs(1);
+        p.settle(&Verdict::Success, &mut env);
+    }
+    assert_eq!(limiter.limit(), 3);
+    let changes: Vec<(u32, u32)> = log
+        .0
+        .borrow()
+        .iter()
+        .filter_map(|e| match *e {
+            Event::LimitChanged { from, to } => Some((from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changes, [(1, 2), (2, 3)]);
+}
