@@ -331,3 +331,10 @@ fn a_refusal_carries_the_release_count_it_read_and_sees_a_later_release() {
     assert!(b.released_since(&full));
     assert_eq!(b.releases(), 3);
 }
+
+#[test]
+fn a_wait_config_allows_waiting_only_with_waiters() {
+    assert!(!WaitConfig::NO_WAIT.allows_waiting());
+    let one = WaitConfig::new(1, Duration::from_millis(5), WaitOrder::Fifo).unwrap();
+    assert!(one.allows_waiting());
+}

@@ -195,3 +195,52 @@ impl<S: Slot, const N: usize> KeyTable<S, N> {
             .is_ok()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    struct Entry(Tag);
+
+    impl Slot for Entry {
+        fn tag(&self) -> &Tag {
+            &self.0
+        }
+    }
+
+    fn table() -> KeyTable<Entry, 16> {
+        KeyTable::new(core::array::from_fn(|_| Entry(Tag::new())))
+    }
+
+    #[test]
+    fn keys_above_32_bits_are_told_apart_by_their_high_half() {
+        let t = table();
+        let (a, b) = (0x1_0000_0002_u64, 0x2_0000_0002_u64);
+        t.insert(a, |_| false, |_| {}).unwrap().tag().unpin();
+        assert!(t.find(b).is_none(), "same low half, another key");
+        let found = t.find(a).expect("found by its whole key");
+        assert_eq!(found.tag().key(), a);
+        found.tag().unpin();
+    }
+
+    #[test]
+    fn only_a_live_entry_below_the_pin_ceiling_takes_a_pin() {
+        let tag = Tag::new();
+        assert!(!tag.pin(), "a free entry");
+        tag.tag.store(RESERVED, Ordering::Relaxed);
+        assert!(!tag.pin(), "a reserved entry");
+        tag.tag.store(LIVE | (MAX_PINS - 1), Ordering::Relaxed);
+        assert!(tag.pin(), "one pin below the ceiling");
+        assert_eq!(tag.tag.load(Ordering::Relaxed), LIVE | MAX_PINS);
+        assert!(
+            !tag.pin(),
+            "at the ceiling: a pin would carry into the state bits"
+        );
+        assert_eq!(tag.tag.load(Ordering::Relaxed), LIVE | MAX_PINS);
+        assert_eq!(
+            MAX_PINS,
+            (1 << 30) - 1,
+            "every pin count fits below the state bits"
+        );
+    }
+}
