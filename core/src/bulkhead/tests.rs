@@ -10,7 +10,7 @@ use super::*;
 use crate::observe::Event;
 use crate::pipeline::Pipeline;
 use crate::random::SeededRandom;
-use crate::time::Instant;
+use crate::time::{Deadline, Instant};
 
 const ALL_VERDICTS: [Verdict; 7] = [
     Verdict::Success,
@@ -337,4 +337,28 @@ fn a_wait_config_allows_waiting_only_with_waiters() {
     assert!(!WaitConfig::NO_WAIT.allows_waiting());
     let one = WaitConfig::new(1, Duration::from_millis(5), WaitOrder::Fifo).unwrap();
     assert!(one.allows_waiting());
+}
+
+#[test]
+fn a_woken_waiter_that_lost_its_slot_rejoins_at_its_old_turn_while_there_is_room() {
+    let cfg = waits(2, 10, WaitOrder::Fifo);
+    let mut q: WaitQueue<u32, 4> = WaitQueue::new();
+    let first = q.push(1, Instant::ZERO, &cfg).unwrap();
+    q.push(2, Instant::ZERO, &cfg).unwrap();
+    assert_eq!((q.len(), q.is_empty()), (2, false));
+    assert_eq!(q.pop(WaitOrder::Fifo), Some(1));
+    assert_eq!(q.len(), 1);
+    let deadline = Deadline::after(Instant::ZERO, Duration::from_millis(10));
+    // Woken, it found the slot taken: back in, ahead of the waiter that came after it.
+    assert_eq!(q.rejoin(1, first, deadline, &cfg), Ok(first));
+    assert_eq!((q.len(), q.is_empty()), (2, false));
+    q.push(3, Instant::ZERO, &cfg).unwrap_err();
+    assert_eq!(
+        q.rejoin(9, first, deadline, &cfg),
+        Err(9),
+        "full: handed back"
+    );
+    assert_eq!(q.pop(WaitOrder::Fifo), Some(1));
+    assert_eq!(q.pop(WaitOrder::Fifo), Some(2));
+    assert!(q.is_empty());
 }
