@@ -266,6 +266,11 @@ mod tests {
         s.slots[0][2].store(9, Ordering::Release);
         assert_eq!(last(&s), 6);
         drop(w);
+        // A second write lands in the first slot again: the one in force alternates.
+        s.replace([7, 8, 10]).unwrap();
+        assert_eq!(last(&s), 10);
+        s.replace([7, 8, 11]).unwrap();
+        assert_eq!(last(&s), 11);
     }
 
     #[test]

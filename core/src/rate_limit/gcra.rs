@@ -377,6 +377,18 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_at_is_exact_up_to_the_last_whole_tick_then_saturates() {
+        // 1 ms cells: ticks of 2^k ns with k > 0, so the last whole tick ends short of MAX.
+        let g = gcra(Rate::one_every(Duration::from_millis(1)), 1);
+        let shift = g.shift as u32;
+        assert!(shift > 0);
+        let last = u64::MAX >> shift;
+        assert_eq!(g.instant_at(last), Instant::from_nanos(last << shift));
+        assert!(g.instant_at(last) < Instant::MAX);
+        assert_eq!(g.instant_at(last + 1), Instant::MAX);
+    }
+
+    #[test]
     fn scale_keeps_the_interval_within_a_thousandth_and_rounds_up() {
         for (rate, burst) in [
             (Rate::per_second(10), 10),
