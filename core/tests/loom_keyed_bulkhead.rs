@@ -85,3 +85,21 @@ fn an_evictor_never_evicts_an_entry_with_a_permit_out() {
         assert_eq!(table.len(), 1);
     });
 }
+
+/// Two first callers of one key, in a table with room for two entries: the key is placed
+/// once. The table's writer flag is what stops the second caller from placing it again in
+/// the other free entry while the first is still writing its own (it is served by the
+/// overflow instead, or finds the first one's entry once written).
+#[test]
+fn two_first_callers_of_one_key_place_it_once() {
+    loom::model(|| {
+        let table: Arc<KeyedBulkhead<2>> =
+            Arc::new(KeyedBulkhead::new(BulkheadConfig::new(2).unwrap()));
+        let t = table.clone();
+        let other = loom::thread::spawn(move || drop(t.try_admit(A)));
+        drop(table.try_admit(A));
+        other.join().unwrap();
+        assert_eq!(table.len(), 1, "key A placed in more than one entry");
+        assert_eq!(table.held(A), Some(0));
+    });
+}

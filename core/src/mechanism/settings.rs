@@ -288,11 +288,12 @@ mod tests {
 
     #[test]
     fn a_writer_stopped_half_way_never_makes_a_reader_retry() {
-        let s = Settings::new([1, 1]);
+        // Two different words: a block of ones is what a wrong `try_read` would make up.
+        let s = Settings::new([3, 4]);
         let w = s.write().unwrap();
         // What a preempted writer leaves: the spare slot half filled, the flag set.
         s.slots[1][0].store(9, Ordering::Release);
-        assert_eq!(s.try_read(), Some([1, 1]));
+        assert_eq!(s.try_read(), Some([3, 4]));
         drop(w);
     }
 
