@@ -201,7 +201,6 @@ pub struct SettingsWriter<'s, const W: usize> {
 impl<const W: usize> SettingsWriter<'_, W> {
     /// The block in force (stable: only this writer could change it): for a policy that
     /// derives its next block, or adjusts its state, from the one in force.
-    #[allow(dead_code)] // no policy derives its next block from the one in force yet
     pub fn current(&self) -> [u32; W] {
         let slot = &self.settings.slots[((self.control >> 1) & 1) as usize];
         core::array::from_fn(|i| slot[i].load(Ordering::Relaxed))
@@ -284,6 +283,18 @@ mod tests {
         assert_eq!((s.read(), s.swaps()), ([1], 0));
         s.replace([2]).unwrap();
         assert_eq!(s.read(), [2]);
+    }
+
+    #[test]
+    fn a_writer_sees_the_block_in_force_whichever_slot_holds_it() {
+        let s = Settings::new([1, 2]);
+        for next in [[3, 4], [5, 6], [7, 8]] {
+            let w = s.write().unwrap();
+            assert_eq!(w.current(), s.read());
+            w.publish(next);
+            assert_eq!(s.read(), next);
+        }
+        assert_eq!(s.write().unwrap().current(), [7, 8]);
     }
 
     #[test]
