@@ -6,7 +6,7 @@ use core::time::Duration;
 use std::string::ToString;
 use std::vec::Vec;
 
-use super::super::tests::{FAIL, OK, Rig, call, exact, opened};
+use super::super::tests::{FAIL, OK, Rig, call, exact, opened, opened_with};
 use super::*;
 use crate::breaker::{CallRing, CircuitState, OpenBackoff, SlowCalls, TransitionCause};
 use crate::observe::Event;
@@ -158,18 +158,14 @@ fn an_open_circuit_keeps_its_end_when_the_wait_is_lowered() {
 
 /// Three probes out of three; the circuit opened at 1 s.
 fn probing(rig: &mut Rig, probes: u8, to_close: u8) -> Breaker {
-    let b = Breaker::new(exact(Config {
-        half_open_probes: probes,
-        probes_to_close: to_close,
-        ..Config::DEFAULT
-    }))
-    .unwrap();
-    let mut env = rig.env(secs(1));
-    for _ in 0..20 {
-        call(&b, &mut env, FAIL).unwrap();
-    }
-    assert_eq!(b.state(), Open);
-    b
+    opened_with(
+        rig,
+        Config {
+            half_open_probes: probes,
+            probes_to_close: to_close,
+            ..Config::DEFAULT
+        },
+    )
 }
 
 #[test]
