@@ -316,3 +316,25 @@ fn for_key_is_a_policy() {
     permit.settle(&FAIL, &mut env);
     assert!(t.placed(9));
 }
+
+#[test]
+fn the_table_reports_its_size_and_a_probe_says_so() {
+    let t: KeyedBreaker<16> = KeyedBreaker::new(Config {
+        minimum_calls: 1,
+        ..config()
+    })
+    .unwrap();
+    assert_eq!(t.capacity(), 16);
+    assert!(t.is_empty());
+    call(&t, A, T0, FAIL);
+    assert_eq!((t.len(), t.is_empty()), (1, false));
+    let mut rng = SeededRandom::new(A);
+    let mut env = Env::new(T0, &mut rng);
+    let counted = t.admit(B, &mut env).unwrap();
+    assert!(!counted.is_probe(), "a closed breaker's call is no probe");
+    drop(counted);
+    // A's breaker opened on its failure; after the open wait its next call probes.
+    env.now = T0 + Duration::from_secs(6);
+    let probe = t.admit(A, &mut env).unwrap();
+    assert!(probe.is_probe());
+}
