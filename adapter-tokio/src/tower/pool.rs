@@ -35,10 +35,10 @@ pub(super) trait HasPool<Resp>: Send + Sync {
 /// about 95 KiB for the full pipeline's ≈ 760-byte future). The pool's slots are allocated
 /// up front when the service is built (a lock-free bounded queue is a fixed array): 24 bytes a
 /// slot, a box's pointer and a stamp, so 3 KiB at this default (24 KiB at the 1024 the pool
-/// had when it grew on demand), per `Layer::layer` call, whether or not a request ever comes. Requests in flight beyond the
-/// bound still run; their boxes are freed when they answer, so each request over the bound
-/// costs one allocation. A server with more requests in flight at once raises it; a stack
-/// built per connection may lower it.
+/// had when it grew on demand), per `Layer::layer` call, whether or not a request ever comes.
+/// Requests in flight beyond the bound still run; their boxes are freed when they answer, so
+/// each request over the bound costs one allocation. A server with more requests in flight at
+/// once raises it; a stack built per connection may lower it.
 pub const DEFAULT_FUTURE_POOL: usize = 128;
 
 /// The boxes of a service's answered requests, shared by the service and its clones, each
