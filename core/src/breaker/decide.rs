@@ -205,9 +205,15 @@ pub(crate) fn open_wait_nanos<R: Random + ?Sized>(live: &Live, reopens: u32, rng
     let mut wait = live.open_wait_nanos();
     if let Some((multiplier, cap)) = live.backoff() {
         let mut n = 0;
-        // Stops as soon as the cap is reached, so a long streak costs no more than the climb.
-        while n < reopens && wait < cap && multiplier > 100 {
-            wait = percent_of(wait, multiplier as u64).min(cap);
+        while n < reopens {
+            let grown = percent_of(wait, multiplier as u64).min(cap);
+            // A fixed point ends the climb: the cap, a multiplier of 100, or a wait under
+            // 100 ns that a small multiplier rounds back to itself (1 ns × 101% is 1 ns). So a
+            // streak of four billion re-opens costs no more than the climb, whatever the config.
+            if grown == wait {
+                break;
+            }
+            wait = grown;
             n += 1;
         }
         wait = wait.min(cap);
@@ -545,6 +551,34 @@ mod tests {
         assert_eq!(
             open_wait_nanos(&live(&c), u32::MAX, &mut rng),
             5_000_000_000
+        );
+    }
+
+    #[test]
+    fn a_wait_that_rounds_back_to_itself_ends_the_climb() {
+        // 1 ns × 101% is 1 ns (floored): the wait can never grow, and a streak of four billion
+        // re-opens must not spin four billion times to find that out. Below 100 ns a wait grows
+        // only where the multiplier adds a whole nanosecond: 50 ns × 103% is 51 ns, then 52, ...
+        let with = |open_wait: u64, multiplier_percent: u32| Config {
+            open_wait: Duration::from_nanos(open_wait),
+            open_jitter_percent: 0,
+            open_backoff: Some(OpenBackoff {
+                multiplier_percent,
+                max_wait: Duration::from_secs(1),
+            }),
+            ..Config::DEFAULT
+        };
+        let mut rng = SeededRandom::new(3);
+        let stuck = live(&with(1, 101));
+        assert_eq!(open_wait_nanos(&stuck, 1, &mut rng), 1);
+        assert_eq!(open_wait_nanos(&stuck, u32::MAX, &mut rng), 1);
+        let creeping = live(&with(50, 103));
+        assert_eq!(open_wait_nanos(&creeping, 1, &mut rng), 51);
+        assert_eq!(open_wait_nanos(&creeping, 2, &mut rng), 52);
+        assert_eq!(
+            open_wait_nanos(&creeping, u32::MAX, &mut rng),
+            1_000_000_000,
+            "it still climbs to the cap"
         );
     }
 }
