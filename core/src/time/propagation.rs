@@ -396,6 +396,32 @@ mod tests {
     }
 
     #[test]
+    fn every_unit_decodes_to_its_own_scale() {
+        let cases: [(&[u8], Duration); 6] = [
+            (b"7n", Duration::from_nanos(7)),
+            (b"7u", Duration::from_micros(7)),
+            (b"7m", Duration::from_millis(7)),
+            (b"7S", Duration::from_secs(7)),
+            (b"7M", Duration::from_secs(7 * 60)),
+            (b"7H", Duration::from_secs(7 * 3_600)),
+        ];
+        for (v, want) in cases {
+            assert_eq!(decode_grpc_timeout(v), Ok(want), "{v:?}");
+            // And back: the encoder picks the finest unit that fits, the same duration.
+            assert_eq!(decode_grpc_timeout(encode_grpc_timeout(want).as_bytes()), Ok(want));
+        }
+    }
+
+    #[test]
+    fn a_header_reads_the_same_through_every_view() {
+        // HTTP crates take a header value as `AsRef<str>` or `&str`; each view is the text.
+        let header = encode_grpc_timeout(Duration::from_millis(250));
+        let through_as_ref: &str = header.as_ref();
+        assert_eq!(through_as_ref, "250000u");
+        assert_eq!(&*header, "250000u");
+    }
+
+    #[test]
     fn millis_edges() {
         assert_eq!(
             decode_millis(b"18446744073709551615"),
@@ -407,6 +433,12 @@ mod tests {
         );
         assert_eq!(decode_millis(b"-1"), Err(TimeoutHeaderError::NotADigit));
         assert_eq!(&*encode_millis(Duration::from_millis(23_000)), "23000");
+        // Past u64 milliseconds the count saturates: a truncated u128 would be a short wait.
+        assert_eq!(&*encode_millis(Duration::MAX), "18446744073709551615");
+        assert_eq!(
+            &*encode_millis(Duration::from_millis(u64::MAX)),
+            "18446744073709551615"
+        );
     }
 
     #[test]
