@@ -408,7 +408,10 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(decode_grpc_timeout(v), Ok(want), "{v:?}");
             // And back: the encoder picks the finest unit that fits, the same duration.
-            assert_eq!(decode_grpc_timeout(encode_grpc_timeout(want).as_bytes()), Ok(want));
+            assert_eq!(
+                decode_grpc_timeout(encode_grpc_timeout(want).as_bytes()),
+                Ok(want)
+            );
         }
     }
 
