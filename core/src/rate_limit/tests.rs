@@ -187,6 +187,65 @@ fn a_partial_cell_carries_over_too() {
     );
 }
 
+/// A slot's quarter circle on the 512 ns ticks of `T`: 2^29 ticks. Its last tick is the last
+/// one of its eras (of 2^32 ns), so a call one tick later reads the TAT from an older era.
+const QUARTER: u64 = 1 << 38;
+
+#[test]
+fn a_bucket_drained_in_the_last_tick_of_an_era_is_still_drained_one_tick_later() {
+    // Drained, the TAT lies the whole span past the last tick of the era the reader loads:
+    // only the widening slack tells it from a TAT one circle behind, a full bucket.
+    let l = limiter(2);
+    let boundary = Instant::from_nanos(5 * QUARTER);
+    let last = boundary - Duration::from_nanos(512);
+    l.try_acquire_n(last, 2).unwrap();
+    assert_eq!(
+        l.available(boundary),
+        0,
+        "read across the era: still drained"
+    );
+    assert_eq!(
+        l.try_acquire(boundary).unwrap_err().retry_at(),
+        Some(last + S),
+        "the next cell one T after the drain"
+    );
+}
+
+#[test]
+fn a_carried_over_debt_one_tick_past_the_span_survives_the_next_era() {
+    // Reconfigured in the last tick of an era, a drained bucket's carried debt is rounded up
+    // to a whole tick: the TAT lies span + 1 past the writer's tick, one past what an
+    // admission can store, and must still read as debt from the next era.
+    let l = RateLimiter::new(RateLimitConfig::new(Rate::one_every(T / 2)).with_burst(2)).unwrap();
+    let boundary = Instant::from_nanos(5 * QUARTER);
+    // 156 ns into a 256 ns tick of T/2, 412 ns into the last 512 ns tick of T.
+    let late = boundary - Duration::from_nanos(100);
+    l.try_acquire_n(late, 2).unwrap();
+    reconfigure(
+        &l,
+        RateLimitConfig::new(Rate::one_every(T)).with_burst(2),
+        late,
+    )
+    .unwrap();
+    // The 156 ns held are worth 312 ns at T; the rest of the span is owed from `late`, and
+    // ends 100 ns into a tick: rounded up, the next cell is due one T after `boundary`
+    // (not one T after the tick `late` lies in), read in `late`'s own era...
+    assert_eq!(
+        l.try_acquire(late).unwrap_err().retry_at(),
+        Some(boundary + S)
+    );
+    // ...and the same from the next era, where the TAT is widened.
+    assert_eq!(
+        l.available(boundary),
+        0,
+        "read across the era: still drained"
+    );
+    assert_eq!(
+        l.try_acquire(boundary).unwrap_err().retry_at(),
+        Some(boundary + S)
+    );
+}
+
 #[test]
 fn a_concurrent_reconfiguration_is_refused_not_waited_on() {
     let l = limiter(1);
