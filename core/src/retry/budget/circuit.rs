@@ -246,6 +246,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_forgets_the_failures_and_allows_retries_again() {
+        let b = breaker(500, 10);
+        firsts(&b, NOW, 20);
+        fails(&b, NOW, 20);
+        assert!(
+            !b.try_spend(NOW, T),
+            "every first attempt failed: retries off"
+        );
+        let mut rng = crate::random::SeededRandom::new(1);
+        b.reset(&mut crate::permit::Env::new(NOW, &mut rng));
+        assert_eq!(b.counts(NOW), (0, 0));
+        assert!(
+            b.try_spend(NOW, T),
+            "after the reset, retries are allowed again"
+        );
+    }
+
+    #[test]
     fn invalid_configs_are_refused() {
         let with = |permille, min, window| RetryBreakerConfig {
             max_failure_permille: permille,

@@ -360,6 +360,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_forgets_the_window() {
+        let b = budget(100, 0);
+        for _ in 0..50 {
+            b.record_first_attempt(Instant::ZERO);
+        }
+        assert_eq!(spend_all(&b, Instant::ZERO), 5);
+        assert_eq!(b.counts(Instant::ZERO), (50, 5));
+        let mut rng = crate::random::SeededRandom::new(1);
+        b.reset(&mut Env::new(Instant::ZERO, &mut rng));
+        assert_eq!(b.counts(Instant::ZERO), (0, 0));
+        assert_eq!(
+            spend_all(&b, Instant::ZERO),
+            0,
+            "no first attempts: no share"
+        );
+    }
+
+    #[test]
     fn invalid_configs_are_refused() {
         let zero_window = RatioBudgetConfig {
             window: Duration::ZERO,

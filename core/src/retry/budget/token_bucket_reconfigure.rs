@@ -216,6 +216,27 @@ mod tests {
     }
 
     #[test]
+    fn each_change_is_written_to_the_slot_not_in_force() {
+        // A spend may still be reading the slot in force when a change begins; only the spare
+        // slot may be written, and the switch names it. So the slot bit alternates, and the
+        // slot left behind keeps the config it had.
+        let b = TokenBucket::new(AWS).unwrap();
+        let in_force = |b: &TokenBucket| b.balance.load(Ordering::Acquire) >> 31;
+        assert_eq!(in_force(&b), 0);
+        assert_eq!(apply(&b, with_capacity(100)).0, Ok(()));
+        assert_eq!(in_force(&b), 1);
+        assert_eq!(b.slots[0].load(), AWS, "the old slot untouched");
+        assert_eq!(apply(&b, with_capacity(200)).0, Ok(()));
+        assert_eq!(in_force(&b), 0);
+        assert_eq!(
+            b.slots[1].load(),
+            with_capacity(100),
+            "the old slot untouched"
+        );
+        assert_eq!(b.config(), with_capacity(200));
+    }
+
+    #[test]
     fn a_balance_under_the_new_capacity_carries_over_exactly() {
         let b = TokenBucket::new(AWS).unwrap();
         for _ in 0..90 {
