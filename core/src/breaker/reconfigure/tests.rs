@@ -343,6 +343,12 @@ fn what_the_timers_or_the_window_cannot_hold_is_refused_and_changes_nothing() {
             }
         ))
     );
+    // A window of exactly the minimum is enough (as at construction).
+    let exactly = Config {
+        minimum_calls: 30,
+        ..Config::DEFAULT
+    };
+    assert_eq!(ring.check_reconfigure(&exactly), Ok(()));
     assert_eq!(reconfigured(&rig).len(), 2, "only the two accepted changes");
 }
 

@@ -571,6 +571,44 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_delta_saturates_a_total_that_is_still_small() {
+        // The plain add is only for a small total and a small delta: a delta of 2^31 or more
+        // onto any count would wrap the sum, so it takes the saturating path however small
+        // the total is.
+        let w: RunningWindow<2, 1> = RunningWindow::new(Duration::from_secs(2));
+        w.add(Instant::ZERO, [10]);
+        w.add(Instant::ZERO, [u32::MAX]);
+        assert_eq!(
+            w.totals(Instant::ZERO),
+            [u32::MAX],
+            "saturated, not wrapped to 9"
+        );
+    }
+
+    #[test]
+    fn a_caller_a_whole_window_behind_restarts_the_window_at_its_period() {
+        // One second a period, four periods. A stale `now` less than a window behind the head
+        // counts at the head; one a whole window or more behind restarts the window, empty,
+        // at its own period (what it counted could not be in the head's window anyway).
+        let w: RunningWindow<4, 1> = RunningWindow::new(Duration::from_secs(4));
+        w.add(Instant::from_secs(10), [5]);
+        w.add(Instant::from_secs(7), [1]);
+        assert_eq!(
+            w.totals(Instant::from_secs(10)),
+            [6],
+            "three behind: at the head"
+        );
+        w.add(Instant::from_secs(6), [2]);
+        assert_eq!(
+            w.totals(Instant::from_secs(6)),
+            [2],
+            "four behind: a new window at 6"
+        );
+        assert_eq!(w.totals(Instant::from_secs(9)), [2]);
+        assert_eq!(w.totals(Instant::from_secs(10)), [0]);
+    }
+
+    #[test]
     fn clear_forgets_everything_and_counting_resumes() {
         let w: RunningWindow<4, 2> = RunningWindow::new(Duration::from_secs(4));
         w.add(Instant::from_secs(1), [4, 2]);
