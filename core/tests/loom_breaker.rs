@@ -7,7 +7,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU32, Ordering};
 
 use resilix::Verdict;
-use resilix::breaker::{Breaker, CallRing, CircuitState, Config};
+use resilix::breaker::{Breaker, CallRing, CircuitState, Config, SlowCalls};
 use resilix::observe::{Event, Observer};
 use resilix::permit::{Env, Permit, Policy};
 use resilix::random::SeededRandom;
@@ -364,5 +364,103 @@ fn the_half_open_expiry_racing_a_new_arrival_reopens_once_then_probes_afresh() {
         let mut env = Env::new(Instant::from_secs(80), &mut rng);
         probe.settle(&Verdict::Success, &mut env);
         assert_eq!(breaker.state(), state, "the hung probe's outcome is late");
+    });
+}
+
+/// A breaker on a ring of two calls that opens when more than half of them failed, or more
+/// than half were slow (1 s or longer): one failure and one slow call in the window keep it
+/// closed, a second of either kind opens it. No jitter.
+fn two_calls_half_and_half() -> &'static Breaker<CallRing<1>> {
+    let config = Config {
+        failure_rate_above_percent: Some(50),
+        minimum_calls: 2,
+        slow_calls: Some(SlowCalls {
+            slower_than: core::time::Duration::from_secs(1),
+            above_percent: 50,
+        }),
+        open_jitter_percent: 0,
+        ..Config::DEFAULT
+    };
+    Box::leak(Box::new(Breaker::count_based(config, 2).unwrap()))
+}
+
+/// One call on this thread, admitted at 0 s and settled with `verdict` at `settled_at` (a
+/// success settled at 2 s is slow).
+fn call(breaker: &Breaker<CallRing<1>>, verdict: &Verdict, settled_at: u64) {
+    let mut rng = SeededRandom::new(settled_at);
+    let mut env = Env::new(Instant::ZERO, &mut rng);
+    let permit = breaker.admit(&mut env).expect("closed: admitted");
+    env.now = Instant::from_secs(settled_at);
+    permit.settle(verdict, &mut env);
+}
+
+#[test]
+fn a_call_claimed_before_the_lap_is_taken_back_lands_inside_the_ring() {
+    // The ring's cursor runs over two laps (0..4 for two calls); the record that claims 3 takes
+    // it back a lap. A record that claims while that take-back is pending gets 4 and must use
+    // slot 4 % 2 = 0; a slot past the ring's two is never overwritten and its bits would count
+    // forever. Here a failure and a slow call race from position 3: whatever the interleaving,
+    // the window holds exactly them; after two quick successes it holds neither, so one more
+    // failure and one more slow call (one of each in two calls, 50 %) leave it closed, and
+    // only a second failure in a row, replacing the slow call, opens it.
+    bounded().check(|| {
+        let breaker = two_calls_half_and_half();
+        for _ in 0..3 {
+            call(breaker, &Verdict::Success, 0);
+        }
+        let mut rng = SeededRandom::new(1);
+        let mut env = Env::new(Instant::ZERO, &mut rng);
+        let permits = [
+            breaker.admit(&mut env).unwrap(),
+            breaker.admit(&mut env).unwrap(),
+        ];
+        let threads: Vec<_> = permits
+            .into_iter()
+            .zip([(Verdict::Transient, 0u64), (Verdict::Success, 2)])
+            .map(|(permit, (verdict, at))| {
+                loom::thread::spawn(move || {
+                    let mut rng = SeededRandom::new(at);
+                    let mut env = Env::new(Instant::from_secs(at), &mut rng);
+                    permit.settle(&verdict, &mut env);
+                })
+            })
+            .collect();
+        for h in threads {
+            h.join().unwrap();
+        }
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "one failure and one slow call of two calls: neither rate is above 50 %"
+        );
+        // Two quick successes replace both: the window holds two calls, none of them bad.
+        call(breaker, &Verdict::Success, 0);
+        call(breaker, &Verdict::Success, 0);
+        call(breaker, &Verdict::Transient, 0);
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "one failure of two calls opened it: a raced failure was left past the ring"
+        );
+        call(breaker, &Verdict::Success, 2);
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "one slow call of two calls opened it: a raced slow call was left past the ring"
+        );
+        // The failure replaces the failure (still one of each), then the slow call: two
+        // failures of two calls.
+        call(breaker, &Verdict::Transient, 0);
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "the failure replaced the failure"
+        );
+        call(breaker, &Verdict::Transient, 0);
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Open,
+            "two failures of two calls, the slow call gone"
+        );
     });
 }
