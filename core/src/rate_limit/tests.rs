@@ -247,6 +247,52 @@ fn a_carried_over_debt_one_tick_past_the_span_survives_the_next_era() {
 }
 
 #[test]
+fn a_reset_fills_the_bucket_of_the_config_in_force() {
+    let mut rng = SeededRandom::new(0);
+    let l = limiter(2);
+    // Reconfigured once, the config in force lives in the second slot: a reset must keep it.
+    reconfigure(
+        &l,
+        RateLimitConfig::new(Rate::one_every(T)).with_burst(5),
+        at(0),
+    )
+    .unwrap();
+    while l.try_acquire(at(0)).is_ok() {}
+    assert_eq!(l.available(at(0)), 0);
+    l.reset(&mut Env::new(at(0), &mut rng));
+    assert_eq!(l.available(at(0)), 5, "the new burst, full");
+    assert_eq!(l.burst(), 5, "the slot in force kept");
+    l.try_acquire_n(at(0), 5).unwrap();
+    assert!(l.try_acquire(at(0)).is_err(), "and only that burst");
+    // A reset a year on (another era) fills it there too.
+    let later = at(0) + Duration::from_secs(365 * 86_400);
+    l.reset(&mut Env::new(later, &mut rng));
+    assert_eq!(l.available(later), 5);
+}
+
+#[test]
+fn a_peek_is_the_admission_decision_without_the_cell() {
+    let l = limiter(1);
+    reconfigure(
+        &l,
+        RateLimitConfig::new(Rate::one_every(T)).with_burst(2),
+        at(0),
+    )
+    .unwrap();
+    assert_eq!(l.peek(at(0)), Ok(()));
+    assert_eq!(l.peek(at(0)), Ok(()), "a peek takes nothing");
+    while l.try_acquire(at(0)).is_ok() {}
+    let refused = l.peek(at(0)).unwrap_err();
+    assert_eq!(refused.reason(), RejectReason::RateLimited);
+    assert_eq!(refused.retry_at(), Some(at(0) + S));
+    assert_eq!(
+        refused.retry_at(),
+        l.try_acquire(at(0)).unwrap_err().retry_at()
+    );
+    assert_eq!(l.peek(at(1)), Ok(()), "one cell later");
+}
+
+#[test]
 fn a_concurrent_reconfiguration_is_refused_not_waited_on() {
     let l = limiter(1);
     l.reconfiguring_flag()
