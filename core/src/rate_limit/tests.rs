@@ -353,6 +353,35 @@ fn each_key_has_its_own_bucket() {
 }
 
 #[test]
+fn a_keys_gauges_read_what_it_holds() {
+    let t: KeyedRateLimiter<4> = table(2);
+    assert_eq!(t.capacity(), 4);
+    assert!(t.is_empty());
+    t.try_acquire_n(7, at(0), 2).unwrap();
+    assert!(!t.is_empty());
+    assert_eq!(t.available(7, at(0)), 0, "drained");
+    assert_eq!(t.available(7, at(1)), 1, "one cell a T later");
+    assert_eq!(
+        t.available(8, at(0)),
+        2,
+        "a key with no entry reads the overflow bucket"
+    );
+}
+
+#[test]
+fn a_key_used_again_a_year_later_keeps_its_debt_in_the_new_era() {
+    // The key's entry was placed in one era; a drain a year on must raise its era before the
+    // TAT it stores, or the next reader widens that TAT from the old era and reads it as far
+    // behind: a full bucket.
+    let t: KeyedRateLimiter<4> = table(2);
+    t.try_acquire(7, at(0)).unwrap();
+    let later = at(0) + Duration::from_secs(365 * 86_400);
+    t.try_acquire_n(7, later, 2).unwrap();
+    assert_eq!(t.available(7, later), 0);
+    assert!(t.try_acquire(7, later).is_err(), "still drained");
+}
+
+#[test]
 fn idle_keys_are_evicted_explicitly_and_lazily() {
     let t: KeyedRateLimiter<8> = table(1);
     for key in 0..8u64 {
