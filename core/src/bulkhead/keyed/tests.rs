@@ -69,6 +69,7 @@ fn only_entries_with_nothing_in_flight_are_evicted() {
     let busy = t.try_admit(A).unwrap();
     drop(t.try_admit(B).unwrap());
     assert_eq!(t.len(), 2);
+    assert!(!t.is_empty());
     assert_eq!(t.evict_idle(), 1, "B had nothing in flight");
     assert!(t.placed(A) && !t.placed(B));
     assert_eq!(t.evict_idle(), 0, "A's call is in flight");

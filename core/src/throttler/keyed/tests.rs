@@ -150,6 +150,23 @@ fn a_re_placed_key_starts_clean() {
 }
 
 #[test]
+fn a_renewed_entry_shows_nothing_of_the_old_key_even_to_a_late_clock() {
+    // Placed a window after A's last call, B reads nothing of A at its own `now`: A's calls
+    // have slid out. A reader whose `now` lags a few seconds behind (another thread's clock
+    // read) looks at periods A's calls were in; the renewal must have forgotten them.
+    let t: KeyedThrottler<1> = KeyedThrottler::new(CONFIG).unwrap();
+    for _ in 0..10 {
+        call(&t, A, T0, FAIL);
+    }
+    let placed = T0 + WINDOW + Duration::from_secs(1);
+    assert!(call(&t, B, placed, OK));
+    assert!(t.placed(B) && !t.placed(A));
+    let lagging = placed - Duration::from_secs(5);
+    let (requests, _) = t.counts(B, lagging).unwrap();
+    assert!(requests <= 1, "A's ten requests read by B: {requests}");
+}
+
+#[test]
 fn a_full_table_shares_the_overflow_throttler() {
     let t: KeyedThrottler<1> = KeyedThrottler::new(CONFIG).unwrap();
     call(&t, A, T0, OK);
