@@ -62,6 +62,8 @@ fn memory_per_key_is_one_throttler_and_a_tag() {
 #[test]
 fn keys_get_their_own_throttlers() {
     let t: KeyedThrottler<8> = KeyedThrottler::new(CONFIG).unwrap();
+    assert_eq!(t.capacity(), 8);
+    assert!(t.is_empty());
     for _ in 0..20 {
         call(&t, A, T0, FAIL);
     }
@@ -73,6 +75,7 @@ fn keys_get_their_own_throttlers() {
     assert_eq!(t.counts(B, T0), Some((20, 20)));
     assert_eq!(t.counts(C, T0), None);
     assert_eq!(t.len(), 2);
+    assert!(!t.is_empty());
     assert_eq!(t.overflow().counts(T0), (0, 0));
 }
 
