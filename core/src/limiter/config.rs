@@ -297,6 +297,35 @@ mod tests {
     use std::string::ToString;
 
     #[test]
+    fn a_window_range_is_refused_outside_its_bounds_and_accepted_at_them() {
+        let with = |min_window, max_window| LimiterConfig {
+            min_window,
+            max_window,
+            ..LimiterConfig::gradient2()
+        };
+        let bad = |c: LimiterConfig| matches!(compile(&c), Err(LimiterConfigError::BadWindow));
+        let s = Duration::from_secs;
+        assert!(bad(with(Duration::ZERO, s(1))), "a zero window");
+        assert!(bad(with(s(2), s(1))), "min above max");
+        assert!(!bad(with(s(1), s(1))), "min equal to max is one fixed window");
+        assert!(!bad(with(s(1), MAX_WINDOW)), "at the longest window");
+        assert!(bad(with(s(1), MAX_WINDOW + Duration::from_nanos(1))), "past it");
+    }
+
+    #[test]
+    fn rungs_and_probing_are_refused_past_their_bounds_and_accepted_at_them() {
+        let with = |queue_rungs, probe_multiplier| LimiterConfig {
+            queue_rungs,
+            probe_multiplier,
+            ..LimiterConfig::gradient2()
+        };
+        assert!(compile(&with(1_000, 1_000)).is_ok(), "at both bounds");
+        assert!(compile(&with(1_001, 30)).is_err(), "rungs past 1000");
+        assert!(compile(&with(0, 30)).is_err(), "no rung");
+        assert!(compile(&with(4, 1_001)).is_err(), "probing past 1000");
+    }
+
+    #[test]
     fn defaults_compile_to_the_published_numbers() {
         let Ok(Rule::Gradient2(g)) = compile(&LimiterConfig::gradient2()) else {
             panic!()

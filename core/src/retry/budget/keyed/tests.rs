@@ -57,6 +57,7 @@ fn a_new_key_takes_an_entry_and_starts_from_the_floor() {
     let clock = ManualClock::new(Instant::from_secs(5));
     let t: KeyedBudget<8, Unlimited> = KeyedBudget::new(PER_KEY_DEFAULT, Unlimited).unwrap();
     assert!(t.is_empty());
+    assert_eq!(t.capacity(), 8);
     assert_eq!(t.counts(7, clock.now()), None);
     // A retry before any first attempt places the key: the floor of one.
     assert!(t.for_key(7).try_spend(clock.now(), T));
@@ -64,6 +65,7 @@ fn a_new_key_takes_an_entry_and_starts_from_the_floor() {
     assert_eq!(t.counts(7, clock.now()), Some((0, 1)));
     assert!(t.placed(7) && !t.placed(8));
     assert_eq!(t.len(), 1);
+    assert!(!t.is_empty());
     assert_eq!(t.for_key(7).key(), 7);
     // Another key starts fresh, with its own floor.
     assert!(t.for_key(8).try_spend(clock.now(), T));
