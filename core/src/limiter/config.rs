@@ -307,9 +307,15 @@ mod tests {
         let s = Duration::from_secs;
         assert!(bad(with(Duration::ZERO, s(1))), "a zero window");
         assert!(bad(with(s(2), s(1))), "min above max");
-        assert!(!bad(with(s(1), s(1))), "min equal to max is one fixed window");
+        assert!(
+            !bad(with(s(1), s(1))),
+            "min equal to max is one fixed window"
+        );
         assert!(!bad(with(s(1), MAX_WINDOW)), "at the longest window");
-        assert!(bad(with(s(1), MAX_WINDOW + Duration::from_nanos(1))), "past it");
+        assert!(
+            bad(with(s(1), MAX_WINDOW + Duration::from_nanos(1))),
+            "past it"
+        );
     }
 
     #[test]
