@@ -279,6 +279,116 @@ mod tests {
         assert_eq!(l.limit(), 10, "it grew to the new max and no further");
     }
 
+    /// Drives `windows` windows on a manual timeline, 20 ms apart from `from_ms`: each admits
+    /// up to the limit and settles every call with `verdict` 5 ms later, which closes one
+    /// window. The limit (whole calls) after each.
+    fn drive(l: &Limiter, from_ms: u64, windows: u64, verdict: Verdict) -> Vec<u32> {
+        let mut rng = SeededRandom::new(2);
+        (0..windows)
+            .map(|i| {
+                let at = from_ms + 20 * i;
+                let mut env = Env::new(Instant::from_millis(at), &mut rng);
+                let held: Vec<_> = (0..l.limit())
+                    .filter_map(|_| l.admit(&mut env).ok())
+                    .collect();
+                env.now = Instant::from_millis(at + 5);
+                for p in held {
+                    p.settle(&verdict, &mut env);
+                }
+                l.limit()
+            })
+            .collect()
+    }
+
+    /// Reconfigures a limiter built from `c` to `to`'s bounds, then drives 40 windows settled
+    /// with `verdict`: every limit after a window lies in `to`'s bounds, and the last is
+    /// `settles_at`. The same windows without the reconfiguration leave those bounds, so a
+    /// rule that kept its old bound would too.
+    fn assert_next_windows_stay_within(
+        c: LimiterConfig,
+        to: LimiterConfig,
+        verdict: Verdict,
+        settles_at: u32,
+    ) {
+        let unopposed = drive(&Limiter::new(c).unwrap(), 10, 40, verdict);
+        let bounds = to.min_limit..=to.max_limit;
+        assert!(
+            unopposed.iter().any(|x| !bounds.contains(x)),
+            "the windows alone push past {bounds:?}: {unopposed:?}"
+        );
+        let l = Limiter::new(c).unwrap();
+        let (r, _) = apply(&l, to);
+        assert_eq!(r, Ok(()));
+        let limits = drive(&l, 10, 40, verdict);
+        for (i, x) in limits.iter().enumerate() {
+            assert!(
+                bounds.contains(x),
+                "window {i}: limit {x} outside {bounds:?}"
+            );
+        }
+        assert_eq!(l.limit_fixed(), settles_at * CALL, "{limits:?}");
+    }
+
+    #[test]
+    fn gradient2_after_a_lowered_max_grows_to_it_and_no_further() {
+        // Equal RTTs: +0.8 of a call per window (queue_size 4, smoothing 0.2).
+        let c = LimiterConfig {
+            initial_limit: 8,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::gradient2()
+        };
+        let to = LimiterConfig { max_limit: 10, ..c };
+        assert_next_windows_stay_within(c, to, Verdict::Success, 10);
+    }
+
+    #[test]
+    fn gradient2_after_a_raised_min_shrinks_to_it_and_no_further() {
+        // Drop-only windows are congested: ×0.9 per window (drop_backoff).
+        let c = LimiterConfig {
+            initial_limit: 20,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::gradient2()
+        };
+        let to = LimiterConfig { min_limit: 15, ..c };
+        assert_next_windows_stay_within(c, to, Verdict::Timeout, 15);
+    }
+
+    #[test]
+    fn vegas_after_a_lowered_max_grows_to_it_and_no_further() {
+        // No queue over the baseline: +6 calls per window (beta, log10 L floored at 1).
+        let c = LimiterConfig {
+            initial_limit: 8,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::vegas()
+        };
+        let to = LimiterConfig { max_limit: 10, ..c };
+        assert_next_windows_stay_within(c, to, Verdict::Success, 10);
+    }
+
+    #[test]
+    fn vegas_after_a_raised_min_shrinks_to_it_and_no_further() {
+        // A window with a drop: −1 call per window (log10 L floored at 1).
+        let c = LimiterConfig {
+            initial_limit: 20,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::vegas()
+        };
+        let to = LimiterConfig { min_limit: 12, ..c };
+        assert_next_windows_stay_within(c, to, Verdict::Timeout, 12);
+    }
+
     #[test]
     fn calls_in_flight_are_kept_and_a_limit_below_them_admits_nobody_until_they_drain() {
         let l = Limiter::new(BASE).unwrap();
