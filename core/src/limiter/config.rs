@@ -332,6 +332,19 @@ mod tests {
     }
 
     #[test]
+    fn a_gradient2_queue_is_at_most_max_limit() {
+        let with = |queue_size| LimiterConfig {
+            algorithm: Algorithm::Gradient2(Gradient2 {
+                queue_size,
+                ..Gradient2::DEFAULT
+            }),
+            ..LimiterConfig::gradient2()
+        };
+        assert!(compile(&with(MAX_LIMIT)).is_ok());
+        assert!(compile(&with(MAX_LIMIT + 1)).is_err());
+    }
+
+    #[test]
     fn defaults_compile_to_the_published_numbers() {
         let Ok(Rule::Gradient2(g)) = compile(&LimiterConfig::gradient2()) else {
             panic!()

@@ -91,4 +91,33 @@ mod tests {
         assert_eq!(l.reset(&mut env), Ok(()));
         assert_eq!(l.limit(), 20);
     }
+
+    #[test]
+    fn a_reset_says_the_limit_changed_only_when_it_did() {
+        extern crate std;
+        use crate::observe::Event;
+        use std::vec::Vec;
+        struct Log(core::cell::RefCell<Vec<Event>>);
+        impl Observer for Log {
+            fn on_event(&self, e: &Event) {
+                self.0.borrow_mut().push(*e);
+            }
+        }
+        let changes = |l: &Limiter| {
+            let log = Log(core::cell::RefCell::new(Vec::new()));
+            let mut rng = SeededRandom::new(1);
+            let mut env = Env::new(Instant::from_secs(1), &mut rng).with_observer(&log);
+            assert_eq!(l.reset(&mut env), Ok(()));
+            log.0
+                .into_inner()
+                .into_iter()
+                .filter(|e| matches!(e, Event::LimitChanged { .. }))
+                .collect::<Vec<_>>()
+        };
+        let l = Limiter::new(LimiterConfig::aimd()).unwrap();
+        // Seven calls and a fraction: the event speaks in whole calls.
+        l.limit.store(7 * CALL + 100, Ordering::Relaxed);
+        assert_eq!(changes(&l), [Event::LimitChanged { from: 7, to: 20 }]);
+        assert_eq!(changes(&l), [], "already at the initial limit");
+    }
 }

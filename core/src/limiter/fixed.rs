@@ -92,6 +92,7 @@ mod tests {
         assert_eq!(smooth(20 * CALL, 24 * CALL, ratio_from_f32(0.2)), 5325); // 20.8 calls
         assert_eq!(smooth(7, 9, UNIT), 9);
         assert_eq!(smooth(7, 9, 0), 7);
+        assert_eq!(smooth(7, 9, 2 * UNIT), 9, "a weight above one is one");
         assert_eq!(ratio_from_f32(1.5), 98_304);
         assert_eq!(ratio_from_f32(0.0), 0);
         assert_eq!(ratio_from_f32(1e30), u32::MAX);
