@@ -231,6 +231,19 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_long_rtt_of_exactly_twice_the_short_is_kept_and_only_above_it_decays() {
+        // Warming up, the long RTT is the mean of the baseline and the window: (30 ms + 10 ms)
+        // / 2 = 20 ms, exactly twice the window's 10 ms, which is not "above twice": kept.
+        let cold = |rtt: Rtt| Baseline { rtt, count: 1 };
+        let (_, b) = rule(1).update(20 * CALL, cold(Rtt::from_micros(30_000)), &window(10, 1));
+        assert_eq!(b.rtt, Rtt::from_micros(20_000));
+        // A sixteenth of a microsecond above it decays to 95%.
+        let above = Rtt(Rtt::from_micros(30_000).0 + 2);
+        let (_, b) = rule(1).update(20 * CALL, cold(above), &window(10, 1));
+        assert_eq!(b.rtt, Rtt((Rtt::from_micros(20_000).0 + 1) * 95 / 100));
+    }
+
     /// published-results.md §7.3: equal RTTs give 20·0.8 + (20 + 4)·0.2 = 20.8.
     #[test]
     fn equal_rtts_grow_by_the_smoothed_queue() {
