@@ -421,4 +421,14 @@ mod tests {
             "a saturated sum gives the longest RTT"
         );
     }
+
+    #[test]
+    fn a_small_sample_onto_a_large_sum_saturates_too() {
+        // The plain add is only for a small sum and a small sample: a sum near 2^32 plus even
+        // 100 µs would wrap to a few microseconds, the shortest RTT instead of the longest.
+        let w = SampleWindow::new(u32::MAX);
+        w.add_latency(u32::MAX - 10, 1);
+        w.add_latency(100, 1);
+        assert_eq!(w.rtt_sum_us.load(Ordering::Relaxed), u32::MAX);
+    }
 }
