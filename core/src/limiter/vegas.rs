@@ -196,6 +196,30 @@ mod tests {
         }
     }
 
+    /// The same bands at L = 200, where log10 is 2 (alpha 6, beta 12, threshold 2): the
+    /// multiples of log are told apart from its quotients only above L = 99.
+    #[test]
+    fn queue_size_bands_scale_with_log10_of_the_limit() {
+        // (rtt µs, queue = ⌈200·(rtt − 10 ms)/rtt⌉, expected limit)
+        let cases = [
+            (10_000, 212), // queue 0 ≤ 2: + beta
+            (10_200, 202), // ⌈3.92⌉ = 4 < 6: + log
+            (10_400, 200), // ⌈7.69⌉ = 8, within [6, 12]: hold
+            (11_000, 198), // ⌈18.2⌉ = 19 > 12: − log
+        ];
+        for (rtt, want) in cases {
+            let (l, _) = RULE.update(200 * CALL, base(10), &window(rtt, 200));
+            assert_eq!(l, want * CALL, "rtt {rtt} µs");
+        }
+    }
+
+    #[test]
+    fn a_limit_below_one_call_counts_as_one() {
+        // No queue at 1 call in flight: one call + beta (6), not zero + beta.
+        let (l, _) = RULE.update(CALL / 2, base(10), &window(10_000, 1));
+        assert_eq!(l, 7 * CALL);
+    }
+
     #[test]
     fn lower_rtt_resets_the_baseline_and_holds() {
         let (l, b) = RULE.update(20 * CALL, base(10), &window(8_000, 20));
