@@ -90,6 +90,10 @@ mod tests {
             zone(u32::MAX, u32::MAX - 1, 1, u32::MAX, u32::MAX).shed_fraction_per_mille(),
             999
         );
+        // A zone built by hand with no rungs sheds nothing (no division by zero).
+        let no_ladder = Zone::Queue { rung: 0, rungs: 0 };
+        assert_eq!(no_ladder.shed_fraction_per_mille(), 0);
+        assert_eq!(Zone::Admit.shed_fraction_per_mille(), 0);
     }
 
     #[test]
