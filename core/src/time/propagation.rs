@@ -436,7 +436,10 @@ mod tests {
         );
         assert_eq!(decode_millis(b"-1"), Err(TimeoutHeaderError::NotADigit));
         assert_eq!(&*encode_millis(Duration::from_millis(23_000)), "23000");
-        // Past u64 milliseconds the count saturates: a truncated u128 would be a short wait.
+        // Past u64 milliseconds the count saturates: a truncated u128 would be a short wait
+        // (2^64 ms truncates to 0; Duration::MAX happens to truncate to u64::MAX itself).
+        let past = Duration::from_millis(u64::MAX) + Duration::from_millis(1);
+        assert_eq!(&*encode_millis(past), "18446744073709551615");
         assert_eq!(&*encode_millis(Duration::MAX), "18446744073709551615");
         assert_eq!(
             &*encode_millis(Duration::from_millis(u64::MAX)),
