@@ -300,19 +300,6 @@ mod tests {
             .collect()
     }
 
-    /// `base` from `initial_limit` within bounds 1..=50, with windows short enough (1 ms, one
-    /// sample) that `drive`'s rounds, 20 ms apart, each close one.
-    fn one_call_windows(initial_limit: u32, base: LimiterConfig) -> LimiterConfig {
-        LimiterConfig {
-            initial_limit,
-            min_limit: 1,
-            max_limit: 50,
-            min_window: Duration::from_millis(1),
-            window_samples: 1,
-            ..base
-        }
-    }
-
     /// Reconfigures a limiter built from `c` to `to`'s bounds, then drives 40 windows settled
     /// with `verdict`: every limit after a window lies in `to`'s bounds, and the last is
     /// `settles_at`. The same windows without the reconfiguration leave those bounds, so a
@@ -345,7 +332,14 @@ mod tests {
     #[test]
     fn gradient2_after_a_lowered_max_grows_to_it_and_no_further() {
         // Equal RTTs: +0.8 of a call per window (queue_size 4, smoothing 0.2).
-        let c = one_call_windows(8, LimiterConfig::gradient2());
+        let c = LimiterConfig {
+            initial_limit: 8,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::gradient2()
+        };
         let to = LimiterConfig { max_limit: 10, ..c };
         assert_next_windows_stay_within(c, to, Verdict::Success, 10);
     }
@@ -353,7 +347,14 @@ mod tests {
     #[test]
     fn gradient2_after_a_raised_min_shrinks_to_it_and_no_further() {
         // Drop-only windows are congested: ×0.9 per window (drop_backoff).
-        let c = one_call_windows(20, LimiterConfig::gradient2());
+        let c = LimiterConfig {
+            initial_limit: 20,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::gradient2()
+        };
         let to = LimiterConfig { min_limit: 15, ..c };
         assert_next_windows_stay_within(c, to, Verdict::Timeout, 15);
     }
@@ -361,7 +362,14 @@ mod tests {
     #[test]
     fn vegas_after_a_lowered_max_grows_to_it_and_no_further() {
         // No queue over the baseline: +6 calls per window (beta, log10 L floored at 1).
-        let c = one_call_windows(8, LimiterConfig::vegas());
+        let c = LimiterConfig {
+            initial_limit: 8,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::vegas()
+        };
         let to = LimiterConfig { max_limit: 10, ..c };
         assert_next_windows_stay_within(c, to, Verdict::Success, 10);
     }
@@ -369,7 +377,14 @@ mod tests {
     #[test]
     fn vegas_after_a_raised_min_shrinks_to_it_and_no_further() {
         // A window with a drop: −1 call per window (log10 L floored at 1).
-        let c = one_call_windows(20, LimiterConfig::vegas());
+        let c = LimiterConfig {
+            initial_limit: 20,
+            min_limit: 1,
+            max_limit: 50,
+            min_window: Duration::from_millis(1),
+            window_samples: 1,
+            ..LimiterConfig::vegas()
+        };
         let to = LimiterConfig { min_limit: 12, ..c };
         assert_next_windows_stay_within(c, to, Verdict::Timeout, 12);
     }
