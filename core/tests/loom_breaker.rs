@@ -167,6 +167,35 @@ fn transitions() -> &'static Transitions {
     )))
 }
 
+/// Admits two calls at zero, then settles each on a thread of its own, with its verdict at its
+/// second (also its generator's seed), reported to `observer`; returns once both have settled.
+fn settle_two_racing<O: Observer + Sync>(
+    breaker: &'static Breaker<CallRing<1>>,
+    settles: [(Verdict, u64); 2],
+    observer: &'static O,
+) {
+    let mut rng = SeededRandom::new(1);
+    let mut env = Env::new(Instant::ZERO, &mut rng);
+    let permits = [
+        breaker.admit(&mut env).unwrap(),
+        breaker.admit(&mut env).unwrap(),
+    ];
+    let threads: Vec<_> = permits
+        .into_iter()
+        .zip(settles)
+        .map(|(permit, (verdict, at))| {
+            loom::thread::spawn(move || {
+                let mut rng = SeededRandom::new(at);
+                let mut env = Env::new(Instant::from_secs(at), &mut rng).with_observer(observer);
+                permit.settle(&verdict, &mut env);
+            })
+        })
+        .collect();
+    for h in threads {
+        h.join().unwrap();
+    }
+}
+
 fn bounded() -> loom::model::Builder {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
@@ -193,26 +222,11 @@ fn two_racing_openers_leave_one_whole_end_of_theirs() {
             Breaker::count_based(one_failure_opens(), 1).unwrap(),
         ));
         let events = transitions();
-        let mut rng = SeededRandom::new(1);
-        let mut env = Env::new(Instant::ZERO, &mut rng);
-        let permits = [
-            breaker.admit(&mut env).unwrap(),
-            breaker.admit(&mut env).unwrap(),
-        ];
-        let threads: Vec<_> = permits
-            .into_iter()
-            .zip([1u64, 2])
-            .map(|(permit, at)| {
-                loom::thread::spawn(move || {
-                    let mut rng = SeededRandom::new(at);
-                    let mut env = Env::new(Instant::from_secs(at), &mut rng).with_observer(events);
-                    permit.settle(&Verdict::Transient, &mut env);
-                })
-            })
-            .collect();
-        for h in threads {
-            h.join().unwrap();
-        }
+        settle_two_racing(
+            breaker,
+            [(Verdict::Transient, 1), (Verdict::Transient, 2)],
+            events,
+        );
         assert_eq!(
             *events.0.lock().unwrap(),
             [(CircuitState::Closed, CircuitState::Open)]
@@ -408,26 +422,11 @@ fn a_call_claimed_before_the_lap_is_taken_back_lands_inside_the_ring() {
         for _ in 0..3 {
             call(breaker, &Verdict::Success, 0);
         }
-        let mut rng = SeededRandom::new(1);
-        let mut env = Env::new(Instant::ZERO, &mut rng);
-        let permits = [
-            breaker.admit(&mut env).unwrap(),
-            breaker.admit(&mut env).unwrap(),
-        ];
-        let threads: Vec<_> = permits
-            .into_iter()
-            .zip([(Verdict::Transient, 0u64), (Verdict::Success, 2)])
-            .map(|(permit, (verdict, at))| {
-                loom::thread::spawn(move || {
-                    let mut rng = SeededRandom::new(at);
-                    let mut env = Env::new(Instant::from_secs(at), &mut rng);
-                    permit.settle(&verdict, &mut env);
-                })
-            })
-            .collect();
-        for h in threads {
-            h.join().unwrap();
-        }
+        settle_two_racing(
+            breaker,
+            [(Verdict::Transient, 0), (Verdict::Success, 2)],
+            &(),
+        );
         assert_eq!(
             breaker.state(),
             CircuitState::Closed,
