@@ -5,6 +5,7 @@
 #   bash benches/instructions.sh                 # every subject
 #   bash benches/instructions.sh pipeline-clock  # some
 #   N=200000 bash benches/instructions.sh        # fewer ops per run (default 1,000,000)
+#   PROFILE=release bash benches/instructions.sh  # a plain release build's counts (no LTO)
 #
 # Each subject (benches/examples/instructions.rs) runs N and then 2N operations under
 # `valgrind --tool=callgrind --dump-instr=yes`; per-op figures are (count at 2N − count at N)
@@ -17,9 +18,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-1000000}
 # The `instructions` profile (root Cargo.toml): release with one codegen unit and fat LTO, so the
-# counts do not move with how an unrelated change partitions the binary.
-cargo build -q --profile instructions -p resilix-benches --example instructions
-BIN=target/instructions/examples/instructions
+# counts do not move with how an unrelated change partitions the binary. PROFILE=release counts
+# what a user's plain `cargo build --release` runs (and criterion measures): no LTO, so a call
+# across crates that LLVM may not inline stays a call.
+PROFILE=${PROFILE:-instructions}
+cargo build -q --profile "$PROFILE" -p resilix-benches --example instructions
+BIN=target/$PROFILE/examples/instructions
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 objdump -d --no-show-raw-insn "$BIN" >"$OUT/dis"

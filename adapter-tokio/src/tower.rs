@@ -74,17 +74,17 @@
 //! The loop borrows the pipeline inside the state the service and its clones share
 //! ([`Shared`], behind an `Arc`), which only an `async` block can own safely, and stable Rust
 //! cannot name an `async` block's type as `Service::Future`, so the block is boxed
-//! (`ResponseFuture` holds a `dyn Future + Send`); but the box is recycled. A service and its
-//! clones share a [`FuturePool`]: a request takes a box an answered request gave back and
-//! writes its future into it in place (`tokio_util`'s `ReusableBoxFuture`: every request of a
-//! service is the same `async` block, so the layout always fits; the block is made where it
-//! is stored, not built on the stack and copied), and gives it back the moment it answers,
-//! when the block holds nothing any more. A service thus allocates one box for each request
-//! it has ever had in flight at once, keeps up to [`DEFAULT_FUTURE_POOL`] of them
-//! ([`ResilienceLayer::future_pool`] sets another bound), and allocates nothing per request
-//! once warm. Each `Layer::layer` call makes a pool of its own (two allocations when the
-//! service is built: the shared state, and the pool's slots), so a stack built per connection
-//! pools per connection.
+//! (`ResponseFuture` holds a `dyn` future); but the box is recycled. A service and its
+//! clones share a [`FuturePool`]: a request takes the box of an answered request and writes
+//! its future over the old one in place (`Pin::set`: every request of a service is the same
+//! `async` block, so the pool keeps its boxes typed, and no unsafe code is needed), and gives
+//! it back the moment it answers, when the block holds nothing any more. A service thus
+//! allocates one box for each request it has ever had in flight at once, keeps up to
+//! [`DEFAULT_FUTURE_POOL`] of them ([`ResilienceLayer::future_pool`] sets another bound), and
+//! allocates nothing per request once warm. Each `Layer::layer` call makes a pool of its own
+//! (two allocations when the service is built, the shared state and the pool, and two more
+//! at its first request, the pool's queue), so a stack built per connection pools per
+//! connection.
 //!
 //! The read-modify-writes (about 9 ns each uncontended on a current x86-64, more when cores
 //! contend for the line) are, per request:
@@ -98,10 +98,14 @@
 //!   unlock, two, each).
 //!
 //! Counted by callgrind (`N=200000 bash benches/instructions.sh async-execute async-layer`, the
-//! full pipeline and a deadline over an inner service that answers at once): 1,298
-//! instructions and 14 read-modify-writes per request through the Layer, against 1,020 and 10
-//! for [`Resilience::execute`](resilix::resilience::Resilience::execute) (a `Mutex` pool and
-//! an `Arc` each for the pipeline and the pool cost 1,333 and 18).
+//! full pipeline and a deadline over an inner service that answers at once, in a whole-program
+//! optimised build): 1,309 instructions and 14 read-modify-writes per request through the
+//! Layer, against 1,004 and 10 for
+//! [`Resilience::execute`](resilix::resilience::Resilience::execute) (a `Mutex` pool and an
+//! `Arc` each for the pipeline and the pool cost 1,333 and 18). In a plain release build, as a
+//! user's `cargo build --release` makes it (no LTO), 1,605 against 1,275; it was 1,845 while
+//! the box was recycled through `tokio_util`'s `ReusableBoxFuture`, whose `set` copied the
+//! ≈ 730-byte future twice through calls that build does not inline.
 //!
 //! A request dropped before it answers (cancelled, or timed out by an outer layer) drops its
 //! future on the spot, permits included, box and all: a later request then allocates a box
@@ -407,9 +411,8 @@ where
                 svc.call(request).await
             }
         };
-        // Taken before the block moves `shared` in.
-        let spare = shared.pool.take();
-        let make = move || async move {
+        // Given `shared` as an argument, so the pool is searched before the block owns it.
+        let make = move |shared: Arc<Shared<Self, S::Response>>| async move {
             let result = {
                 let resilience = &*shared.resilience;
                 let mut slot = None;
@@ -433,7 +436,7 @@ where
             (into_response(result), home)
         };
         ResponseFuture {
-            future: Some(pool::boxed(spare, make)),
+            future: Some(pool::boxed(shared, make)),
         }
     }
 }
@@ -585,10 +588,10 @@ impl<Resp> Future for ResponseFuture<Resp> {
         let Some(future) = this.future.as_mut() else {
             panic!("`ResponseFuture` polled after it answered");
         };
-        let (output, home) = ready!(future.poll(cx));
+        let (output, home) = ready!(future.as_mut().poll_answer(cx));
         // Answered: the `async` block has dropped everything it held, so its box can go.
         if let Some(answered) = this.future.take() {
-            home.pool().give_back(answered);
+            answered.give_back(home.pool());
         }
         // `home` goes last: if every service is gone, it frees the pool, this box included.
         drop(home);

@@ -1,20 +1,33 @@
 //! The boxes of answered requests' futures, kept for the next requests: what makes a request
 //! through the Layer allocate nothing after warm-up (see the tower module's "Cost").
+//!
+//! Every request of a service is the same `async` block type, so the pool keeps its boxes
+//! typed (`Pin<Box<F>>`) and a request writes its future over the answered one with
+//! [`Pin::set`]: in place, with no unsafe code and no type-erased reuse. (`tokio_util`'s
+//! `ReusableBoxFuture`, used before, moves the ≈ 730-byte future twice through calls a
+//! release build does not inline: two copies per request, 200 instructions.) Only the
+//! request in flight is type-erased ([`Boxed`]), and it goes back to the queue of its own
+//! type through [`Pooled::give_back`].
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 
 use crossbeam_queue::ArrayQueue;
-use tokio_util::sync::ReusableBoxFuture;
 
 use super::BoxError;
 
-/// One request's future, boxed in an allocation the next request can take over. It answers
-/// with the response and the service's [`Home`], which the future owned while it ran and
-/// hands over as it returns, so that `ResponseFuture` can give the box back without an `Arc`
-/// of its own.
-pub(super) type Boxed<Resp> = ReusableBoxFuture<'static, (Result<Resp, BoxError>, Home<Resp>)>;
+/// What a request's future answers: the response, and the service's [`Home`], which the
+/// future owned while it ran and hands over as it returns, so that `ResponseFuture` can give
+/// the box back without an `Arc` of its own.
+pub(super) type Answer<Resp> = (Result<Resp, BoxError>, Home<Resp>);
+
+/// One request's future, in a box the next request can take over.
+pub(super) type Boxed<Resp> = Pin<Box<dyn Pooled<Resp>>>;
 
 /// The pool an answered request gives its box back to, through the service's shared state
 /// with its policies' type erased (an unsizing coercion of the request's `Arc`: no
@@ -26,19 +39,44 @@ pub(super) trait HasPool<Resp>: Send + Sync {
     fn pool(&self) -> &FuturePool<Resp>;
 }
 
+/// A request's future with its type erased, which knows the queue it goes back to.
+pub(super) trait Pooled<Resp>: Send {
+    fn poll_answer(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer<Resp>>;
+
+    /// Keeps the box of an answered request in `pool`, or frees it if the pool is full (or
+    /// keeps none).
+    fn give_back(self: Pin<Box<Self>>, pool: &FuturePool<Resp>);
+}
+
+impl<Resp, F> Pooled<Resp> for F
+where
+    F: Future<Output = Answer<Resp>> + Send + 'static,
+{
+    #[inline]
+    fn poll_answer(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer<Resp>> {
+        self.poll(cx)
+    }
+
+    fn give_back(self: Pin<Box<Self>>, pool: &FuturePool<Resp>) {
+        if let Some(boxes) = pool.boxes::<F>() {
+            // Full: `push` hands the box back, and it is freed here.
+            let _ = boxes.push(self);
+        }
+    }
+}
+
 /// How many boxes a service and its clones keep, unless
 /// [`ResilienceLayer::future_pool`](super::ResilienceLayer::future_pool) says otherwise.
 ///
 /// Ours: 128, about five times the attempts a default bulkhead lets run at once (25), so the
 /// requests such a service has in flight fit with room to spare (refused ones hold a box
 /// until their first poll too), while bounding what a past burst leaves behind (128 futures:
-/// about 95 KiB for the full pipeline's ≈ 760-byte future). The pool's slots are allocated
-/// up front when the service is built (a lock-free bounded queue is a fixed array): 24 bytes a
-/// slot, a box's pointer and a stamp, so 3 KiB at this default (24 KiB at the 1024 the pool
-/// had when it grew on demand), per `Layer::layer` call, whether or not a request ever comes.
-/// Requests in flight beyond the bound still run; their boxes are freed when they answer, so
-/// each request over the bound costs one allocation. A server with more requests in flight at
-/// once raises it; a stack built per connection may lower it.
+/// about 91 KiB for the full pipeline's ≈ 730-byte future). The pool's slots are allocated
+/// when the service's first request comes (a lock-free bounded queue is a fixed array): 16
+/// bytes a slot, a box's pointer and a stamp, so 2 KiB at this default, per `Layer::layer`
+/// call that serves a request. Requests in flight beyond the bound still run; their boxes are
+/// freed when they answer, so each request over the bound costs one allocation. A server with
+/// more requests in flight at once raises it; a stack built per connection may lower it.
 pub const DEFAULT_FUTURE_POOL: usize = 128;
 
 /// The boxes of a service's answered requests, shared by the service and its clones, each
@@ -54,34 +92,66 @@ pub const DEFAULT_FUTURE_POOL: usize = 128;
 /// one compare-and-swap, where a `Mutex` around a `Vec` costs a lock and an unlock (two
 /// read-modify-writes) each. A pool of 0 keeps no queue at all.
 pub struct FuturePool<Resp> {
-    /// `None` for a pool of 0 (an `ArrayQueue` cannot be empty-sized).
-    boxes: Option<ArrayQueue<Boxed<Resp>>>,
+    max: usize,
+    /// The queue of the service's future type, made by its first request (the `Layer`
+    /// cannot name an `async` block's type; the request that makes one can).
+    boxes: OnceLock<Box<dyn Queue>>,
+    _answers: PhantomData<fn() -> Resp>,
+}
+
+/// A queue of boxes of one future type, its type erased so the pool can be named.
+trait Queue: Send + Sync {
+    fn len(&self) -> usize;
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Send + 'static> Queue for ArrayQueue<T> {
+    fn len(&self) -> usize {
+        ArrayQueue::len(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 impl<Resp> FuturePool<Resp> {
-    /// An empty pool keeping up to `max` boxes (its `max` slots allocated now).
+    /// An empty pool keeping up to `max` boxes.
     pub(super) fn new(max: usize) -> Self {
         FuturePool {
-            boxes: (max > 0).then(|| ArrayQueue::new(max)),
+            max,
+            boxes: OnceLock::new(),
+            _answers: PhantomData,
         }
     }
 
-    /// A box for the next request's future (see [`boxed`]), if one is free.
-    pub(super) fn take(&self) -> Option<Boxed<Resp>> {
-        self.boxes.as_ref().and_then(ArrayQueue::pop)
+    /// The queue of `F` boxes: `None` for a pool of 0, or before a request of `F` made it.
+    #[inline]
+    fn boxes<F: Send + 'static>(&self) -> Option<&ArrayQueue<Pin<Box<F>>>> {
+        self.boxes.get()?.as_any().downcast_ref()
     }
 
-    /// Keeps the box of an answered request, or frees it if the pool is full.
-    pub(super) fn give_back(&self, boxed: Boxed<Resp>) {
-        if let Some(boxes) = &self.boxes {
-            // Full: `push` hands the box back, and it is freed here.
-            let _ = boxes.push(boxed);
+    /// A box for the next request's future, if one is free (making the queue for `F` on a
+    /// service's first request).
+    #[inline]
+    fn take<F: Send + 'static>(&self) -> Option<Pin<Box<F>>> {
+        if self.max == 0 {
+            return None;
         }
+        let boxes = self
+            .boxes
+            .get_or_init(|| Box::new(ArrayQueue::<Pin<Box<F>>>::new(self.max)));
+        // A pool only ever sees one future type (one `Layer::layer` call, one service type),
+        // so the downcast fails only if that ever changed: then the request allocates.
+        boxes
+            .as_any()
+            .downcast_ref::<ArrayQueue<Pin<Box<F>>>>()?
+            .pop()
     }
 
     /// How many boxes are waiting for a request.
     pub fn len(&self) -> usize {
-        self.boxes.as_ref().map_or(0, ArrayQueue::len)
+        self.boxes.get().map_or(0, |boxes| boxes.len())
     }
 
     /// Whether no box is waiting (the next request allocates one).
@@ -91,28 +161,27 @@ impl<Resp> FuturePool<Resp> {
 
     /// The most boxes it keeps.
     pub fn max(&self) -> usize {
-        self.boxes.as_ref().map_or(0, ArrayQueue::capacity)
+        self.max
     }
 }
 
-/// The future `make` makes, in the `spare` box [`FuturePool::take`] found, or in a new one
-/// when none was free (warm-up, or more requests in flight than ever before). Apart from
-/// `take` so that the future can own what holds the pool; made here, where it is stored, so
-/// that it is written into the box in place rather than built and then copied (about 760
-/// bytes for the full pipeline).
+/// The future `make` makes from `home`, in a box an answered request gave back to `home`'s
+/// pool, or in a new one when none was free (warm-up, or more requests in flight than ever
+/// before). `make` takes `home` so that the pool is searched before the future owns what
+/// holds it.
 #[inline(always)]
-pub(super) fn boxed<Resp, F>(spare: Option<Boxed<Resp>>, make: impl FnOnce() -> F) -> Boxed<Resp>
+pub(super) fn boxed<Resp, H, F>(home: Arc<H>, make: impl FnOnce(Arc<H>) -> F) -> Boxed<Resp>
 where
-    F: Future<Output = (Result<Resp, BoxError>, Home<Resp>)> + Send + 'static,
+    H: HasPool<Resp> + ?Sized,
+    F: Future<Output = Answer<Resp>> + Send + 'static,
 {
-    match spare {
-        // Every request of a service is the same `async` block type, so the layouts match and
-        // `set` writes in place; it would reallocate otherwise, never misbehave.
+    match home.pool().take::<F>() {
+        // Drops the answered future (which holds nothing) and writes the new one in place.
         Some(mut spare) => {
-            spare.set(make());
+            spare.set(make(home));
             spare
         }
-        None => ReusableBoxFuture::new(make()),
+        None => Box::pin(make(home)),
     }
 }
 
@@ -129,52 +198,58 @@ impl<Resp> fmt::Debug for FuturePool<Resp> {
 mod tests {
     use super::*;
 
-    /// What `DEFAULT_FUTURE_POOL`'s docs say a slot costs: the box's (wide) pointer and the
-    /// queue's stamp.
+    struct Holder(FuturePool<u32>);
+    impl HasPool<u32> for Holder {
+        fn pool(&self) -> &FuturePool<u32> {
+            &self.0
+        }
+    }
+
+    async fn answer(n: u32, home: Arc<Holder>) -> Answer<u32> {
+        (Ok(n), home as Home<u32>)
+    }
+
     #[test]
-    fn a_slot_is_a_wide_pointer_and_a_stamp() {
+    fn a_slot_is_a_thin_pointer_and_a_stamp() {
         assert_eq!(
-            size_of::<Boxed<u64>>() + size_of::<usize>(),
-            24,
+            size_of::<Pin<Box<u64>>>() + size_of::<usize>(),
+            16,
             "update DEFAULT_FUTURE_POOL's docs"
         );
     }
 
     #[test]
     fn a_pool_of_zero_keeps_nothing_and_has_no_queue() {
-        let pool = FuturePool::<u32>::new(0);
-        assert!(pool.boxes.is_none());
-        assert_eq!((pool.len(), pool.max()), (0, 0));
+        let home = Arc::new(Holder(FuturePool::new(0)));
+        let future = boxed(Arc::clone(&home), |h| answer(1, h));
+        future.give_back(&home.0);
+        assert!(home.0.boxes.get().is_none());
+        assert_eq!((home.0.len(), home.0.max()), (0, 0));
     }
 
     #[test]
     fn a_full_pool_frees_what_it_is_given() {
-        struct Nowhere;
-        impl HasPool<u32> for Nowhere {
-            fn pool(&self) -> &FuturePool<u32> {
-                unreachable!("not polled")
-            }
-        }
-        let pool = FuturePool::<u32>::new(2);
-        let home: Home<u32> = Arc::new(Nowhere);
+        let home = Arc::new(Holder(FuturePool::new(2)));
         // Three requests in flight at once, on an empty pool: three new boxes.
         let in_flight: Vec<_> = (0..3)
-            .map(|_| {
-                let home = Arc::clone(&home);
-                boxed(pool.take(), || async move { (Ok(1), home) })
-            })
+            .map(|n| boxed(Arc::clone(&home), |h| answer(n, h)))
             .collect();
+        assert_eq!(Arc::strong_count(&home), 4);
         for answered in in_flight {
-            pool.give_back(answered);
+            answered.give_back(&home.0);
         }
-        assert_eq!((pool.len(), pool.max()), (2, 2));
+        assert_eq!((home.0.len(), home.0.max()), (2, 2));
         // The third box was dropped, its unpolled future (and `Arc`) with it; the two pooled
         // ones still hold theirs, having never run.
         assert_eq!(Arc::strong_count(&home), 3);
-        let other: Home<u32> = Arc::new(Nowhere);
-        let taken = boxed(pool.take(), || async move { (Ok(2), other) });
-        assert_eq!(pool.len(), 1);
-        assert_eq!(Arc::strong_count(&home), 2, "`set` dropped the old future");
+        let taken = boxed(Arc::clone(&home), |h| answer(7, h));
+        assert_eq!(home.0.len(), 1);
+        assert_eq!(
+            Arc::strong_count(&home),
+            3,
+            "`set` dropped the old future and its `Arc`, and the new one holds one"
+        );
         drop(taken);
+        assert_eq!(Arc::strong_count(&home), 2);
     }
 }

@@ -405,8 +405,18 @@ where
     {
         let mut slot = None;
         let mut rng = self.lazy_rng(&mut slot);
-        self.execute_gated_with_rng(&(), &mut rng, options, operation)
-            .await
+        let result = execute_gated(
+            self.pipeline.as_pipeline(),
+            &self.timer,
+            &mut rng,
+            &self.observer,
+            options,
+            &self.classifier,
+            &(),
+            operation,
+        )
+        .await;
+        self.flatten(result)
     }
 
     /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
@@ -453,7 +463,16 @@ where
             operation,
         )
         .await;
-        // The clock is read again only on a refusal, whose retry-at becomes a wait from now.
+        self.flatten(result)
+    }
+
+    /// The loop's nested result as the flat one. The clock is read again only on a refusal,
+    /// whose retry-at becomes a wait from now.
+    #[allow(clippy::type_complexity)] // the loop's result, spelled out once
+    fn flatten<T, E>(
+        &self,
+        result: Result<Result<T, E>, ExecuteError<Result<T, E>>>,
+    ) -> Result<T, Error<T, E>> {
         match result {
             Err(stopped @ ExecuteError::Refused { .. }) => {
                 Err(Error::from_stopped(stopped, self.timer.now()))
