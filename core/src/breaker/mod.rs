@@ -783,6 +783,7 @@ impl<W: OutcomeWindow> Policy for Breaker<W> {
     where
         Self: 'a;
 
+    #[inline]
     fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         env: &mut Env<'_, R, O>,
@@ -963,6 +964,7 @@ impl<W: OutcomeWindow> BreakerPermit<'_, W> {
 }
 
 impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
+    #[inline]
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         verdict: &Verdict,

@@ -64,6 +64,7 @@ impl<const B: usize> TimeBuckets<B> {
 }
 
 impl<const B: usize> sealed::Counts for TimeBuckets<B> {
+    #[inline]
     fn record(&self, now: Instant, failed: bool, slow: bool) {
         self.window.add(now, [1, failed as u32, slow as u32]);
     }

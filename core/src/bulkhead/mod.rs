@@ -339,6 +339,7 @@ impl<H: ReleaseHook> Policy for Bulkhead<H> {
 
     /// Takes a slot or refuses with [`RejectReason::BulkheadFull`]. Time and randomness play no
     /// part: a slot is free or it is not.
+    #[inline]
     fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         _env: &mut Env<'_, R, O>,
@@ -395,6 +396,7 @@ impl<H: ReleaseHook> fmt::Debug for BulkheadPermit<'_, H> {
 
 impl<H: ReleaseHook> Permit for BulkheadPermit<'_, H> {
     /// Gives the slot back; the verdict is not recorded (a bulkhead keeps no statistics).
+    #[inline]
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         _verdict: &Verdict,

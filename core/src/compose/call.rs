@@ -141,6 +141,7 @@ impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
     Pipeline<Rt, T, B, L, H, Rl>
 {
     /// Starts one logical call at `now`.
+    #[inline]
     pub fn call(&self, now: Instant, options: CallOptions) -> Call<'_, Rt, T, B, L, H, Rl> {
         // The relative timeout becomes a deadline here, once: every attempt and every retry
         // delay is then measured against the same instant.
@@ -162,6 +163,7 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
     Call<'p, Rt, T, B, L, H, Rl>
 {
     /// Admits the next attempt through the whole pipeline.
+    #[inline]
     pub fn admit<R: Random + ?Sized, O: Observer + ?Sized>(
         &mut self,
         env: &mut Env<'_, R, O>,
@@ -179,6 +181,7 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
 
     /// Settles the attempt with its verdict and decides what happens next. Reports
     /// [`Event::RetryScheduled`] or [`Event::RetryRefused`] for failures.
+    #[inline]
     pub fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         &mut self,
         attempt: Attempt<'p, T, B, L, H, Rl>,

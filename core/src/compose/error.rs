@@ -104,6 +104,7 @@ impl<T, E> Error<T, E> {
     /// Folds the retry loop's nested result into the flat one, `now` being the moment it
     /// returned (a refusal's retry-at becomes a wait from then).
     #[allow(clippy::type_complexity)] // the loop's result, spelled out once
+    #[inline]
     pub fn flatten(
         result: Result<Result<T, E>, ExecuteError<Result<T, E>>>,
         now: Instant,

@@ -365,6 +365,7 @@ impl<Rt, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Pipeline<Rt, T,
     /// outcome), the observer hears [`Event::Rejected`], and the rejection is returned. On
     /// admission the returned [`Attempt`] carries the instant the caller must race the call
     /// against: the tighter of the attempt timeout and `deadline`.
+    #[inline]
     pub fn admit<'p, R: Random + ?Sized, O: Observer + ?Sized>(
         &'p self,
         env: &mut Env<'_, R, O>,
@@ -441,6 +442,7 @@ impl<'p, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Attempt<'p, T, 
 
     /// Settles every policy, innermost first, then reports the execution (unless the verdict
     /// is `Rejected`, which no statistic sees). Returns the attempt's duration.
+    #[inline]
     pub fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         verdict: &Verdict,

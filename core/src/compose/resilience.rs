@@ -469,16 +469,30 @@ where
     /// The loop's nested result as the flat one. The clock is read again only on a refusal,
     /// whose retry-at becomes a wait from now.
     #[allow(clippy::type_complexity)] // the loop's result, spelled out once
+    #[inline]
     fn flatten<T, E>(
         &self,
         result: Result<Result<T, E>, ExecuteError<Result<T, E>>>,
     ) -> Result<T, Error<T, E>> {
         match result {
-            Err(stopped @ ExecuteError::Refused { .. }) => {
-                Err(Error::from_stopped(stopped, self.timer.now()))
-            }
-            result => Error::flatten(result, Instant::ZERO),
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(error)) => Err(Error::Upstream {
+                error,
+                gave_up: None,
+            }),
+            Err(stopped) => Err(self.stopped(stopped)),
         }
+    }
+
+    /// The flat error for a call the loop stopped: apart, so the success path stays small.
+    #[cold]
+    #[inline(never)]
+    fn stopped<T, E>(&self, stopped: ExecuteError<Result<T, E>>) -> Error<T, E> {
+        let now = match stopped {
+            ExecuteError::Refused { .. } => self.timer.now(),
+            _ => Instant::ZERO,
+        };
+        Error::from_stopped(stopped, now)
     }
 
     /// Runs `operation` through the pipeline when its output is not a `Result` (an HTTP

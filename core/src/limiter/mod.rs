@@ -474,6 +474,7 @@ impl<H: ReleaseHook> Policy for Limiter<H> {
     where
         Self: 'a;
 
+    #[inline]
     fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         env: &mut Env<'_, R, O>,
@@ -559,6 +560,7 @@ impl<H: ReleaseHook> LimiterPermit<'_, H> {
 }
 
 impl<H: ReleaseHook> Permit for LimiterPermit<'_, H> {
+    #[inline]
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         verdict: &Verdict,

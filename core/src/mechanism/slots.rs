@@ -25,6 +25,7 @@ impl Slots {
 
     /// Takes one slot if fewer than `cap` are held. `Ok` carries the count including this one;
     /// `Err` the count that was full.
+    #[inline]
     pub(crate) fn try_acquire(&self, cap: u32) -> Result<u32, u32> {
         let mut held = self.held.load(Ordering::Relaxed);
         loop {

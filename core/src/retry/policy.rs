@@ -166,6 +166,7 @@ impl<B: RetryBudget> RetryPolicy for Retry<B> {
         }
     }
 
+    #[inline]
     fn decide<R: Random + ?Sized, O: Observer + ?Sized>(
         &self,
         state: &mut RetryState,

@@ -249,6 +249,7 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
 impl<const BUCKETS: usize> Policy for Throttler<BUCKETS> {
     type Permit<'a> = ThrottlerPermit<'a, BUCKETS>;
 
+    #[inline]
     fn admit<'a, R: Random + ?Sized, O: Observer + ?Sized>(
         &'a self,
         env: &mut Env<'_, R, O>,
@@ -276,6 +277,7 @@ pub struct ThrottlerPermit<'a, const BUCKETS: usize> {
 }
 
 impl<const BUCKETS: usize> Permit for ThrottlerPermit<'_, BUCKETS> {
+    #[inline]
     fn settle<R: Random + ?Sized, O: Observer + ?Sized>(
         self,
         verdict: &Verdict,

@@ -222,6 +222,7 @@ impl<const B: usize, const C: usize> RunningWindow<B, C> {
     }
 
     /// The sums of each counter over the window ending at `now`.
+    #[inline]
     pub(crate) fn totals(&self, now: Instant) -> [u32; C] {
         if B == 0 {
             return [0; C];

@@ -322,6 +322,7 @@ const fn allowance(first_attempts: u32, permille: u32, floor: u32) -> u32 {
 }
 
 impl<const B: usize> RetryBudget for RatioBudget<B> {
+    #[inline]
     fn record_first_attempt(&self, now: Instant) {
         self.window.add(now, [1, 0, 0]);
     }
