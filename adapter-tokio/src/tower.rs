@@ -93,19 +93,21 @@
 //!   `ResponseFuture` gives the box back through it before releasing it, so neither the
 //!   future's `Arc<Resilience>` nor the pool's needs an `Arc` of its own (each would cost a
 //!   clone and a release more);
-//! - taking a box from the pool and giving it back: one compare-and-swap each, the pool being
-//!   a bounded lock-free queue (`crossbeam-queue`'s `ArrayQueue`; a `Mutex` costs a lock and an
-//!   unlock, two, each).
+//! - taking a box from the pool and giving it back: one swap each while the service has one
+//!   request in flight at a time (the box answered last waits in a slot of its own), else one
+//!   compare-and-swap each on a bounded lock-free queue (`crossbeam-queue`'s `ArrayQueue`; a
+//!   `Mutex` costs a lock and an unlock, two, each).
 //!
 //! Counted by callgrind (`N=200000 bash benches/instructions.sh async-execute async-layer`, the
 //! full pipeline and a deadline over an inner service that answers at once, in a whole-program
-//! optimised build): 1,309 instructions and 14 read-modify-writes per request through the
-//! Layer, against 1,004 and 10 for
+//! optimised build): 1,264 instructions and 14 read-modify-writes per request through the
+//! Layer, against 1,014 and 10 for
 //! [`Resilience::execute`](resilix::resilience::Resilience::execute) (a `Mutex` pool and an
 //! `Arc` each for the pipeline and the pool cost 1,333 and 18). In a plain release build, as a
-//! user's `cargo build --release` makes it (no LTO), 1,605 against 1,275; it was 1,845 while
-//! the box was recycled through `tokio_util`'s `ReusableBoxFuture`, whose `set` copied the
-//! ≈ 730-byte future twice through calls that build does not inline.
+//! user's `cargo build --release` makes it (no LTO; `PROFILE=release` for the script), 1,301
+//! against 1,015. It was 1,845 there while the box was recycled through `tokio_util`'s
+//! `ReusableBoxFuture`, whose `set` copied the ≈ 730-byte future twice through calls that build
+//! does not inline, and 1,404 before the hot slot spared the queue's two operations.
 //!
 //! A request dropped before it answers (cancelled, or timed out by an outer layer) drops its
 //! future on the spot, permits included, box and all: a later request then allocates a box

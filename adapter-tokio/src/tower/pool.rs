@@ -6,8 +6,14 @@
 //! [`Pin::set`]: in place, with no unsafe code and no type-erased reuse. (`tokio_util`'s
 //! `ReusableBoxFuture`, used before, moves the ≈ 730-byte future twice through calls a
 //! release build does not inline: two copies per request, 200 instructions.) Only the
-//! request in flight is type-erased ([`Boxed`]), and it goes back to the queue of its own
+//! request in flight is type-erased ([`Boxed`]), and it goes back to the boxes of its own
 //! type through [`Pooled::give_back`].
+//!
+//! The box answered last waits in a slot of its own (`crossbeam-utils`' `AtomicCell`), so a
+//! service with one request in flight at a time, the common case, takes and gives back with
+//! one swap each; the others wait in a bounded lock-free queue (`crossbeam-queue`'s
+//! `ArrayQueue`), whose take and give-back cost a compare-and-swap and some 40 instructions
+//! each.
 
 use std::any::Any;
 use std::fmt;
@@ -18,6 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use crossbeam_queue::ArrayQueue;
+use crossbeam_utils::atomic::AtomicCell;
 
 use super::BoxError;
 
@@ -59,8 +66,7 @@ where
 
     fn give_back(self: Pin<Box<Self>>, pool: &FuturePool<Resp>) {
         if let Some(boxes) = pool.boxes::<F>() {
-            // Full: `push` hands the box back, and it is freed here.
-            let _ = boxes.push(self);
+            boxes.give(self);
         }
     }
 }
@@ -88,30 +94,79 @@ pub const DEFAULT_FUTURE_POOL: usize = 128;
 /// returns), so a pooled box keeps neither policies nor services alive. A request dropped
 /// before it answered drops its future on the spot, box included.
 ///
-/// A bounded lock-free queue (`crossbeam-queue`'s `ArrayQueue`): a take or a give-back is
-/// one compare-and-swap, where a `Mutex` around a `Vec` costs a lock and an unlock (two
-/// read-modify-writes) each. A pool of 0 keeps no queue at all.
+/// Lock-free: the box answered last in a slot of its own (a take or a give-back is one swap),
+/// the others in a bounded queue (one compare-and-swap each); a `Mutex` around a `Vec` costs a
+/// lock and an unlock (two read-modify-writes) each. A pool of 0 keeps nothing at all.
 pub struct FuturePool<Resp> {
     max: usize,
-    /// The queue of the service's future type, made by its first request (the `Layer`
+    /// The boxes of the service's future type, made by its first request (the `Layer`
     /// cannot name an `async` block's type; the request that makes one can).
-    boxes: OnceLock<Box<dyn Queue>>,
+    boxes: OnceLock<Typed>,
     _answers: PhantomData<fn() -> Resp>,
 }
 
-/// A queue of boxes of one future type, its type erased so the pool can be named.
-trait Queue: Send + Sync {
-    fn len(&self) -> usize;
-    fn as_any(&self) -> &dyn Any;
+/// A service's [`Boxes`], its future type erased so the pool can be named.
+struct Typed {
+    boxes: Box<dyn Any + Send + Sync>,
+    /// [`Boxes::len`] for the type inside.
+    len: fn(&(dyn Any + Send + Sync)) -> usize,
 }
 
-impl<T: Send + 'static> Queue for ArrayQueue<T> {
-    fn len(&self) -> usize {
-        ArrayQueue::len(self)
+/// The boxes of one future type.
+struct Boxes<F> {
+    /// The box answered last.
+    hot: AtomicCell<Option<Pin<Box<F>>>>,
+    /// The others, up to the pool's bound less one (`None` for a bound of 1).
+    cold: Option<ArrayQueue<Pin<Box<F>>>>,
+}
+
+impl<F> Boxes<F> {
+    /// Room for `max ≥ 1` boxes.
+    fn new(max: usize) -> Self {
+        Boxes {
+            hot: AtomicCell::new(None),
+            cold: (max > 1).then(|| ArrayQueue::new(max - 1)),
+        }
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
+    #[inline]
+    fn take(&self) -> Option<Pin<Box<F>>> {
+        match self.hot.take() {
+            Some(boxed) => Some(boxed),
+            None => self.cold.as_ref()?.pop(),
+        }
+    }
+
+    /// The answered box goes to the hot slot; one it displaces goes to the queue, or is freed
+    /// if the queue is full.
+    #[inline]
+    fn give(&self, boxed: Pin<Box<F>>) {
+        if let Some(older) = self.hot.swap(Some(boxed))
+            && let Some(cold) = &self.cold
+        {
+            let _ = cold.push(older);
+        }
+    }
+
+    /// A snapshot, exact when no request starts or answers meanwhile: the hot box is taken to
+    /// be counted and given straight back (a request starting at that instant finds it
+    /// elsewhere or allocates; the cost of a slot that can only be read by swapping).
+    fn len(&self) -> usize {
+        let cold = self.cold.as_ref().map_or(0, ArrayQueue::len);
+        match self.hot.take() {
+            Some(hot) => {
+                self.give(hot);
+                cold + 1
+            }
+            None => cold,
+        }
+    }
+
+    fn len_of(boxes: &(dyn Any + Send + Sync)) -> usize
+    where
+        F: Send + 'static,
+    {
+        boxes.downcast_ref::<Self>().map_or(0, Self::len)
     }
 }
 
@@ -125,33 +180,33 @@ impl<Resp> FuturePool<Resp> {
         }
     }
 
-    /// The queue of `F` boxes: `None` for a pool of 0, or before a request of `F` made it.
+    /// The boxes of `F`: `None` for a pool of 0, or before a request of `F` made them.
     #[inline]
-    fn boxes<F: Send + 'static>(&self) -> Option<&ArrayQueue<Pin<Box<F>>>> {
-        self.boxes.get()?.as_any().downcast_ref()
+    fn boxes<F: Send + 'static>(&self) -> Option<&Boxes<F>> {
+        self.boxes.get()?.boxes.downcast_ref()
     }
 
-    /// A box for the next request's future, if one is free (making the queue for `F` on a
+    /// A box for the next request's future, if one is free (making the boxes of `F` on a
     /// service's first request).
     #[inline]
     fn take<F: Send + 'static>(&self) -> Option<Pin<Box<F>>> {
         if self.max == 0 {
             return None;
         }
-        let boxes = self
-            .boxes
-            .get_or_init(|| Box::new(ArrayQueue::<Pin<Box<F>>>::new(self.max)));
+        let typed = self.boxes.get_or_init(|| Typed {
+            boxes: Box::new(Boxes::<F>::new(self.max)),
+            len: Boxes::<F>::len_of,
+        });
         // A pool only ever sees one future type (one `Layer::layer` call, one service type),
         // so the downcast fails only if that ever changed: then the request allocates.
-        boxes
-            .as_any()
-            .downcast_ref::<ArrayQueue<Pin<Box<F>>>>()?
-            .pop()
+        typed.boxes.downcast_ref::<Boxes<F>>()?.take()
     }
 
-    /// How many boxes are waiting for a request.
+    /// How many boxes are waiting for a request (a snapshot; see [`Self::max`]).
     pub fn len(&self) -> usize {
-        self.boxes.get().map_or(0, |boxes| boxes.len())
+        self.boxes
+            .get()
+            .map_or(0, |typed| (typed.len)(&*typed.boxes))
     }
 
     /// Whether no box is waiting (the next request allocates one).
@@ -225,6 +280,26 @@ mod tests {
         future.give_back(&home.0);
         assert!(home.0.boxes.get().is_none());
         assert_eq!((home.0.len(), home.0.max()), (0, 0));
+    }
+
+    #[test]
+    fn a_pool_of_one_keeps_the_box_answered_last_and_no_queue() {
+        let home = Arc::new(Holder(FuturePool::new(1)));
+        let first = boxed(Arc::clone(&home), |h| answer(1, h));
+        let second = boxed(Arc::clone(&home), |h| answer(2, h));
+        first.give_back(&home.0);
+        assert_eq!(home.0.len(), 1);
+        // The second displaces the first, which has no queue to go to and is freed, its
+        // unpolled future's `Arc` with it.
+        second.give_back(&home.0);
+        assert_eq!((home.0.len(), Arc::strong_count(&home)), (1, 2));
+        // Taken and given back in turn, as by a service with one request in flight.
+        for n in 3..6 {
+            let next = boxed(Arc::clone(&home), |h| answer(n, h));
+            assert_eq!(home.0.len(), 0, "request {n} took the box");
+            next.give_back(&home.0);
+            assert_eq!(home.0.len(), 1);
+        }
     }
 
     #[test]
