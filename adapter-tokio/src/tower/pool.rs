@@ -202,7 +202,9 @@ impl<Resp> FuturePool<Resp> {
         typed.boxes.downcast_ref::<Boxes<F>>()?.take()
     }
 
-    /// How many boxes are waiting for a request (a snapshot; see [`Self::max`]).
+    /// How many boxes are waiting for a request. A snapshot, exact while the service is idle:
+    /// the box answered last can only be counted by taking it and giving it back, so a request
+    /// starting at that instant may find it gone and use another box or allocate.
     pub fn len(&self) -> usize {
         self.boxes
             .get()
