@@ -58,6 +58,13 @@ fn clocks(c: &mut Criterion) {
             black_box(tokio::time::Instant::now());
         })
     });
+    // What every call through resilix-tokio reads twice (at its start and as an attempt
+    // settles): tokio's clock, moved onto the process's one timeline.
+    c.bench_function("clock/resilix-tokio-now/1t", |b| {
+        one_thread(b, |_| {
+            black_box(resilix_tokio::now());
+        })
+    });
 }
 
 criterion_group! {
