@@ -1,6 +1,6 @@
 use resilix::Rejection;
 use resilix::observe::Observer;
-use resilix::permit::{Env, Policy};
+use resilix::permit::{Detach, Env, Policy};
 use resilix::random::Random;
 
 /// A policy in a `static`, for pipelines whose calls are spawned on a multi-thread runtime.
@@ -84,5 +84,20 @@ impl<P: Policy + Sync + 'static> Policy for Static<P> {
         env: &mut Env<'_, R, O>,
     ) -> Result<P::Permit<'static>, Rejection> {
         self.0.admit(env)
+    }
+}
+
+/// A `&'static` policy's permit borrows nothing that can go: it is its own detached form.
+impl<P: Policy + Sync + 'static> Detach for Static<P> {
+    type Detached = P::Permit<'static>;
+
+    #[inline(always)]
+    fn detach(permit: P::Permit<'static>) -> P::Permit<'static> {
+        permit
+    }
+
+    #[inline(always)]
+    fn attach(&self, detached: P::Permit<'static>) -> P::Permit<'static> {
+        detached
     }
 }

@@ -1,13 +1,11 @@
-//! The allocation count for the tower Layer: after warm-up, a request through
-//! `ResilienceLayer` (full pipeline owned by the Layer, a per-request deadline) allocates
-//! nothing, its future included (the core's retry loop, boxed in a box an answered request
-//! gave back to the service's pool: see the tower module's "Cost"), beyond the inner service,
-//! which here allocates nothing: both when the inner service answers and when every attempt
-//! times out and is retried after a backoff. Then what the pool keeps: nothing alive (a pooled
-//! box holds no `Arc`), no cancelled request's box, no more than its bound, and it serves many
-//! concurrent requests on a multi-thread runtime; and a request that outlives its service frees
-//! what the service's clones shared once it answers. (`alloc_full_pipeline.rs` covers
-//! `Resilience::execute`, which allocates nothing.)
+//! The allocation count for the tower Layer: a request through `ResilienceLayer` (full
+//! pipeline owned by the Layer, a per-request deadline) allocates nothing, from the first
+//! request on: its future is the core's retry loop itself, with no box (see the tower module's
+//! "Cost"), and the inner service here allocates nothing; both when the inner service answers
+//! and when every attempt times out and is retried after a backoff. Then what a request holds:
+//! the policies through the service's `Arc` until it answers or is dropped (then its permits
+//! come back), and many concurrent requests on a multi-thread runtime allocate nothing either.
+//! (`alloc_full_pipeline.rs` covers `Resilience::execute`, which allocates nothing.)
 //!
 //! The counter is per thread; a current-thread runtime polls every future on the thread that
 //! calls `block_on`, and `block_on` runs its future on the calling thread in a multi-thread
@@ -90,6 +88,11 @@ fn a_layered_request_allocates_nothing_after_warm_up() {
                 assert_eq!(out, i + 1);
             }
         };
+        // The first request already allocates nothing of the Layer's (a box for the loop
+        // would be one).
+        let before = allocations();
+        calls(1).await;
+        assert_eq!(allocations() - before, 0, "the first request");
         calls(WARM_UP).await;
         let before = allocations();
         calls(CALLS).await;
@@ -128,7 +131,7 @@ fn timeouts_and_retries_through_the_layer_allocate_nothing_per_attempt() {
         calls(500).await;
         let n = allocations() - before;
         // Per failed request: one `Box<ServiceError>` (tower's error type is boxed); nothing
-        // for its future (a pooled box), three attempts, three deadlines, two backoff sleeps.
+        // for its future, three attempts, three deadlines, two backoff sleeps.
         assert_eq!(n, 500, "{n} allocations in 500 failed requests");
     });
     let counts = gate.counts();
@@ -159,12 +162,11 @@ fn holding(
     })
 }
 
-/// An answered request's box goes back to the pool holding nothing: the `async` block dropped
-/// its captures (the inner service's clones) and handed over the service's shared state when
-/// it returned, so the pool keeps neither policies nor services alive; and a request that
-/// outlives every service frees what they shared once it answers.
+/// A request holds the policies (the service's `Arc` of its `Resilience`) and the inner
+/// service's clones while it runs, and nothing once it answers; a request that outlives every
+/// service keeps the policies alive until it answers, then frees them.
 #[test]
-fn a_pooled_box_holds_nothing_alive() {
+fn a_request_holds_the_policies_until_it_answers() {
     paused().block_on(async {
         let resilience = Arc::new(Resilience::new(
             Pipeline::new().attempt_timeout(Duration::from_secs(1)),
@@ -174,50 +176,41 @@ fn a_pooled_box_holds_nothing_alive() {
             .layer(ResilienceLayer::shared(Arc::clone(&resilience)))
             .service(holding(&token));
         let (policies, services) = (Arc::strong_count(&resilience), Arc::strong_count(&token));
-        let mut request = std::pin::pin!(svc.ready().await.unwrap().call(1));
+        let mut request = Box::pin(svc.ready().await.unwrap().call(1));
         assert!(poll_once(request.as_mut()).is_pending());
-        // In flight: the future holds the inner service's clones, and the policies through the
-        // service's shared state (not an `Arc` of the `Resilience` of its own).
+        // In flight: the future holds the inner service's clones, and the policies.
         assert!(Arc::strong_count(&token) > services);
-        assert_eq!(Arc::strong_count(&resilience), policies);
+        assert_eq!(Arc::strong_count(&resilience), policies + 1);
         assert_eq!(request.await.unwrap(), 1);
-        assert_eq!(
-            svc.future_pool().len(),
-            1,
-            "the answered request's box is pooled"
-        );
         assert_eq!(Arc::strong_count(&resilience), policies);
         assert_eq!(Arc::strong_count(&token), services);
 
-        // A request in flight keeps the service's shared state (policies and pool) alive after
-        // every service is dropped, answers, and then frees it: its box goes back to the pool
-        // and the pool goes with the last reference, so nothing outlives the request.
-        let mut request = std::pin::pin!(svc.ready().await.unwrap().call(2));
+        // A request in flight keeps the policies alive after every service is dropped,
+        // answers, and then frees them: nothing outlives the request.
+        let mut request = Box::pin(svc.ready().await.unwrap().call(2));
         assert!(poll_once(request.as_mut()).is_pending());
         drop(svc);
         // The service's own inner service is gone; the request's clones are not.
         assert!(Arc::strong_count(&token) > 1);
-        assert_eq!(
-            Arc::strong_count(&resilience),
-            2,
-            "the shared state is alive"
-        );
+        assert_eq!(Arc::strong_count(&resilience), 2, "the policies are alive");
         assert_eq!(request.await.unwrap(), 2);
-        assert_eq!(
-            Arc::strong_count(&resilience),
-            1,
-            "the shared state is freed"
-        );
+        assert_eq!(Arc::strong_count(&resilience), 1, "the policies are freed");
         assert_eq!(Arc::strong_count(&token), 1);
     });
 }
 
-/// A request dropped before it answers drops its future at once (the `Arc` and the inner
-/// service with it) and frees its box rather than pool it: the next request allocates a box.
+/// A request dropped while its attempt runs gives back the attempt's permits (its bulkhead
+/// slot, here) and its `Arc` of the policies at once, and records nothing: the loop keeps its
+/// attempt detached from the pipeline it owns, and attaches it again to cancel it.
 #[test]
-fn a_cancelled_request_frees_its_box() {
+fn a_cancelled_request_gives_back_its_permits_and_the_policies() {
     paused().block_on(async {
-        let resilience = Arc::new(Resilience::new(Pipeline::new()));
+        let counting = Arc::new(Gate::default());
+        let resilience = Arc::new(Resilience::new(
+            Pipeline::new()
+                .bulkhead(Bulkhead::new(BulkheadConfig::new(1).unwrap()))
+                .breaker(Arc::clone(&counting)),
+        ));
         let mut svc = ServiceBuilder::new()
             .layer(ResilienceLayer::shared(Arc::clone(&resilience)))
             .service_fn(|slow: bool| async move {
@@ -226,74 +219,65 @@ fn a_cancelled_request_frees_its_box() {
                 }
                 Ok::<_, BoxError>(())
             });
-        // Warm: one box in the pool.
         svc.ready().await.unwrap().call(false).await.unwrap();
         let policies = Arc::strong_count(&resilience);
         let before = allocations();
         let mut request = Box::pin(svc.ready().await.unwrap().call(true));
         assert!(poll_once(request.as_mut()).is_pending());
-        assert!(
-            svc.future_pool().is_empty(),
-            "the request took the pooled box"
-        );
-        drop(request);
-        assert_eq!(Arc::strong_count(&resilience), policies);
-        assert!(
-            svc.future_pool().is_empty(),
-            "a cancelled request's box is not pooled"
-        );
-        // One for the test's own `Box::pin` of the request; none for its future (pooled).
-        assert_eq!(allocations() - before, 1);
-        let before = allocations();
-        svc.ready().await.unwrap().call(false).await.unwrap();
         assert_eq!(
-            allocations() - before,
+            resilience.pipeline().bulkhead_ref().held(),
             1,
-            "the next request boxes its future anew"
+            "the attempt runs"
         );
-        assert_eq!(svc.future_pool().len(), 1);
+        assert_eq!(Arc::strong_count(&resilience), policies + 1);
+        // Refused while it runs: the one slot is its.
+        let refused = svc.ready().await.unwrap().call(false).await.unwrap_err();
+        assert!(
+            refused.downcast_ref::<ServiceError>().is_some(),
+            "{refused}"
+        );
+        let before_drop = allocations();
+        drop(request);
+        assert_eq!(allocations() - before_drop, 0);
+        assert_eq!(
+            resilience.pipeline().bulkhead_ref().held(),
+            0,
+            "its slot is back"
+        );
+        assert_eq!(Arc::strong_count(&resilience), policies);
+        let counts = counting.counts();
+        assert_eq!(
+            (
+                counts.admitted,
+                counts.settled,
+                counts.cancelled,
+                counts.held
+            ),
+            (3, 1, 2, 0),
+            "the first request settled, the refused one's permit was dropped at the bulkhead \
+             (cancelled), and the dropped request's was given back: cancelled, recorded nowhere"
+        );
+        // The test's own `Box::pin` of the request and the refused request's boxed error: none
+        // for either request's future.
+        assert_eq!(allocations() - before, 2);
     });
 }
 
-/// A service's clones share one pool, and each `Layer::layer` call makes its own: a box given
-/// back through a clone serves the original's next request, never another layer call's.
+/// A service's clones, and every service a Layer makes, share the Layer's policies; a request
+/// through any of them allocates nothing.
 #[test]
-fn clones_share_a_pool_and_each_layer_call_has_its_own() {
+fn clones_and_layer_calls_share_the_policies() {
     paused().block_on(async {
-        let layer = ResilienceLayer::new(Resilience::new(Pipeline::new())).future_pool(4);
+        let layer = ResilienceLayer::new(Resilience::new(Pipeline::new()));
         let mut first = layer.layer(Echo);
         let other = layer.layer(Echo);
         let mut clone = first.clone();
-        clone.ready().await.unwrap().call(1).await.unwrap();
-        assert_eq!(
-            first.future_pool().len(),
-            1,
-            "the clone's box is the service's"
-        );
-        assert!(other.future_pool().is_empty(), "another layer call's pool");
-        assert_eq!(other.future_pool().max(), 4);
         let before = allocations();
-        first.ready().await.unwrap().call(2).await.unwrap();
-        assert_eq!(allocations() - before, 0, "the clone's box is reused");
+        assert_eq!(clone.ready().await.unwrap().call(1).await.unwrap(), 2);
+        assert_eq!(first.ready().await.unwrap().call(2).await.unwrap(), 3);
+        assert_eq!(allocations() - before, 0);
         assert!(Arc::ptr_eq(first.resilience(), other.resilience()));
-    });
-}
-
-/// `future_pool(0)` keeps no box: every request allocates its future, as before the pool.
-#[test]
-fn a_pool_of_zero_keeps_nothing() {
-    paused().block_on(async {
-        let layer = ResilienceLayer::new(Resilience::new(Pipeline::new())).future_pool(0);
-        let mut svc = ServiceBuilder::new().layer(layer).service(Echo);
-        for i in 0..10 {
-            svc.ready().await.unwrap().call(i).await.unwrap();
-        }
-        let before = allocations();
-        for i in 0..100 {
-            svc.ready().await.unwrap().call(i).await.unwrap();
-        }
-        assert_eq!(allocations() - before, 100);
-        assert!(svc.future_pool().is_empty());
+        assert!(Arc::ptr_eq(first.resilience(), clone.resilience()));
     });
 }
 
@@ -302,13 +286,12 @@ fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> std::task
     future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
 }
 
-/// Many requests in flight at once on a multi-thread runtime: each gets a box of its own (the
-/// pool was empty, and the first request made its queue), all answer right, and the pool keeps only its bound of the boxes they give
-/// back from the workers; a later burst reuses exactly that many and allocates the rest.
+/// Many requests in flight at once on a multi-thread runtime: making their futures allocates
+/// nothing, not even for the first burst (only the test's own `Vec` and the spawned tasks
+/// allocate), all answer right, and every slot comes back.
 #[test]
-fn concurrent_requests_on_a_multi_thread_runtime_keep_the_pool_bounded() {
+fn concurrent_requests_on_a_multi_thread_runtime_allocate_no_futures() {
     const IN_FLIGHT: u32 = 1_000;
-    const POOLED: usize = 64;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
@@ -320,7 +303,7 @@ fn concurrent_requests_on_a_multi_thread_runtime_keep_the_pool_bounded() {
                 .bulkhead(Bulkhead::new(BulkheadConfig::new(2 * IN_FLIGHT).unwrap()))
                 .attempt_timeout(Duration::from_secs(30)),
         ));
-        let layer = ResilienceLayer::shared(Arc::clone(&resilience)).future_pool(POOLED);
+        let layer = ResilienceLayer::shared(Arc::clone(&resilience));
         let mut svc = ServiceBuilder::new()
             .layer(layer)
             .service_fn(|n: u32| async move {
@@ -330,8 +313,6 @@ fn concurrent_requests_on_a_multi_thread_runtime_keep_the_pool_bounded() {
                 }
                 Ok::<_, BoxError>(n * 2)
             });
-        // A clone shares the pool: it watches the one the requests use.
-        let probe = svc.clone();
         let mut burst = async |n: u32| {
             let mut requests = Vec::with_capacity(n as usize);
             let before = allocations();
@@ -348,26 +329,9 @@ fn concurrent_requests_on_a_multi_thread_runtime_keep_the_pool_bounded() {
             }
             made
         };
-        let first = burst(IN_FLIGHT).await;
-        assert_eq!(
-            first,
-            u64::from(IN_FLIGHT) + 2,
-            "an empty pool: one box per request, and the pool's queue (its slots and its box) \
-             made by the service's first request"
-        );
-        assert_eq!(probe.future_pool().len(), POOLED);
-        let extra = 10;
-        let second = burst(POOLED as u32 + extra).await;
-        assert_eq!(
-            second,
-            u64::from(extra),
-            "{POOLED} boxes reused, {extra} allocated"
-        );
-        assert_eq!(probe.future_pool().len(), POOLED);
+        assert_eq!(burst(IN_FLIGHT).await, 0, "the first burst");
+        assert_eq!(burst(IN_FLIGHT).await, 0, "the second burst");
         assert_eq!(resilience.bulkhead().held(), 0);
-        assert_eq!(
-            resilience.bulkhead().releases(),
-            IN_FLIGHT + POOLED as u32 + extra
-        );
+        assert_eq!(resilience.bulkhead().releases(), 2 * IN_FLIGHT);
     });
 }

@@ -62,7 +62,7 @@ use resilix::execute::{Attempted, ExecuteError, Timer, execute};
 use resilix::fallback::{Fallback, KnownGood};
 use resilix::limiter::{Limiter, LimiterConfig};
 use resilix::observe::{Degradation, Event, Observer};
-use resilix::permit::{Env, Permit, Policy};
+use resilix::permit::{Detach, Env, Permit, Policy};
 use resilix::pipeline::Pipeline;
 use resilix::random::{Random, SeededRandom};
 use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
@@ -189,6 +189,28 @@ impl Policy for Counting {
             policy: self,
             settled: false,
         })
+    }
+}
+
+/// A [`CountingPermit`] apart from its policy: still held, and counted as held.
+#[derive(Debug)]
+pub struct DetachedCounting(());
+
+impl Detach for Counting {
+    type Detached = DetachedCounting;
+
+    fn detach(permit: CountingPermit<'_>) -> DetachedCounting {
+        // Still held: its drop would count a cancellation and give the hold back.
+        core::mem::forget(permit);
+        DetachedCounting(())
+    }
+
+    fn attach(&self, detached: DetachedCounting) -> CountingPermit<'_> {
+        let DetachedCounting(()) = detached;
+        CountingPermit {
+            policy: self,
+            settled: false,
+        }
     }
 }
 

@@ -164,7 +164,7 @@ use self::decide::{Admission, Clock, Transition};
 use self::live::{Live, SlowRule, WORDS};
 use self::word::Word;
 use crate::observe::{Event, Observer};
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::settings::Settings;
@@ -988,6 +988,43 @@ impl<W: OutcomeWindow> Permit for BreakerPermit<'_, W> {
                     && !Breaker::<W>::is_slow(live.slow_rule(), this.admitted_at, env.now);
                 breaker.settle_probe(&live, this.epoch, succeeded, env);
             }
+        }
+    }
+}
+
+/// A [`BreakerPermit`]'s data, apart from its breaker ([`Detach`]).
+#[must_use = "attach it to its breaker again: dropping it would leave a probe's slot taken"]
+#[derive(Debug)]
+pub struct DetachedBreakerPermit {
+    /// Whether the permit came from the breaker (`false`: the breaker was disabled).
+    from_breaker: bool,
+    epoch: u32,
+    role: Role,
+    admitted_at: Instant,
+}
+
+impl<W: OutcomeWindow> Detach for Breaker<W> {
+    type Detached = DetachedBreakerPermit;
+
+    #[inline]
+    fn detach(permit: BreakerPermit<'_, W>) -> DetachedBreakerPermit {
+        // Its drop would free a probe's slot: the detached data still holds it.
+        let permit = core::mem::ManuallyDrop::new(permit);
+        DetachedBreakerPermit {
+            from_breaker: permit.breaker.is_some(),
+            epoch: permit.epoch,
+            role: permit.role,
+            admitted_at: permit.admitted_at,
+        }
+    }
+
+    #[inline]
+    fn attach(&self, detached: DetachedBreakerPermit) -> BreakerPermit<'_, W> {
+        BreakerPermit {
+            breaker: detached.from_breaker.then_some(self),
+            epoch: detached.epoch,
+            role: detached.role,
+            admitted_at: detached.admitted_at,
         }
     }
 }

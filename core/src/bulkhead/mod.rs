@@ -155,7 +155,7 @@ pub use config::{BulkheadConfig, BulkheadConfigError};
 use core::fmt;
 
 use crate::observe::Observer;
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::slots::Slots;
@@ -403,6 +403,34 @@ impl<H: ReleaseHook> Permit for BulkheadPermit<'_, H> {
         _env: &mut Env<'_, R, O>,
     ) {
         // Drop does the release, so settle and cancel cannot diverge.
+    }
+}
+
+/// A [`BulkheadPermit`]'s data, apart from its bulkhead ([`Detach`]).
+#[must_use = "attach it to its bulkhead again: dropping it would leave its slot taken"]
+#[derive(Debug)]
+pub struct DetachedBulkheadPermit {
+    held_at_admission: u32,
+}
+
+impl<H: ReleaseHook> Detach for Bulkhead<H> {
+    type Detached = DetachedBulkheadPermit;
+
+    #[inline]
+    fn detach(permit: BulkheadPermit<'_, H>) -> DetachedBulkheadPermit {
+        // Its drop would give the slot back: the detached data still holds it.
+        let permit = core::mem::ManuallyDrop::new(permit);
+        DetachedBulkheadPermit {
+            held_at_admission: permit.held_at_admission,
+        }
+    }
+
+    #[inline]
+    fn attach(&self, detached: DetachedBulkheadPermit) -> BulkheadPermit<'_, H> {
+        BulkheadPermit {
+            bulkhead: self,
+            held_at_admission: detached.held_at_admission,
+        }
     }
 }
 

@@ -132,9 +132,47 @@ pub enum Stop {
 /// One logical call in progress. See the [module docs](self).
 pub struct Call<'p, Rt: RetryPolicy, T, B, L, H, Rl> {
     pipeline: &'p Pipeline<Rt, T, B, L, H, Rl>,
-    state: Rt::State,
+    state: CallState<Rt::State>,
+}
+
+/// A [`Call`]'s progress apart from its pipeline: the retry policy's state, the attempts made
+/// and the options. What a driver that cannot keep a borrow of the pipeline keeps between
+/// steps (the tower Layer's future, which owns its pipeline through an `Arc`), advancing it
+/// with [`Pipeline::admit_next`] and [`Pipeline::settle_attempt`].
+///
+/// ```
+/// use resilix::call::{CallOptions, Next};
+/// use resilix::pipeline::Pipeline;
+/// use resilix::random::SeededRandom;
+/// use resilix::permit::Env;
+/// use resilix::time::Instant;
+/// use resilix::Verdict;
+///
+/// let pipeline = Pipeline::new();
+/// let mut rng = SeededRandom::new(5);
+/// let mut env = Env::new(Instant::ZERO, &mut rng);
+/// let mut call = pipeline.begin(env.now, CallOptions::default());
+/// let attempt = pipeline.admit_next(&mut call, &mut env).unwrap();
+/// assert_eq!(pipeline.settle_attempt(&mut call, attempt, &Verdict::Success, &mut env), Next::Done);
+/// assert_eq!(call.attempts(), 1);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct CallState<S> {
+    state: S,
     attempts: u32,
     options: CallOptions,
+}
+
+impl<S> CallState<S> {
+    /// How many attempts have been admitted so far.
+    pub const fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The options the call was started with, its timeout resolved into its deadline.
+    pub const fn options(&self) -> CallOptions {
+        self.options
+    }
 }
 
 impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
@@ -143,6 +181,16 @@ impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
     /// Starts one logical call at `now`.
     #[inline]
     pub fn call(&self, now: Instant, options: CallOptions) -> Call<'_, Rt, T, B, L, H, Rl> {
+        Call {
+            pipeline: self,
+            state: self.begin(now, options),
+        }
+    }
+
+    /// Starts one logical call at `now`, its progress kept apart from the pipeline
+    /// ([`CallState`]).
+    #[inline]
+    pub fn begin(&self, now: Instant, options: CallOptions) -> CallState<Rt::State> {
         // The relative timeout becomes a deadline here, once: every attempt and every retry
         // delay is then measured against the same instant.
         let options = CallOptions {
@@ -150,12 +198,60 @@ impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
             timeout: None,
             idempotent: options.idempotent,
         };
-        Call {
-            pipeline: self,
+        CallState {
             state: self.retry_policy().begin(now),
             attempts: 0,
             options,
         }
+    }
+
+    /// [`Call::admit`] for a call kept apart from the pipeline.
+    #[inline]
+    pub fn admit_next<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        call: &mut CallState<Rt::State>,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<Attempt<'_, T, B, L, H, Rl>, Stop> {
+        if call.options.deadline.is_some_and(|d| d.has_passed(env.now)) {
+            return Err(Stop::DeadlinePassed);
+        }
+        let attempt = self
+            .admit(env, call.options.deadline)
+            .map_err(Stop::Refused)?;
+        call.attempts += 1;
+        Ok(attempt)
+    }
+
+    /// [`Call::settle`] for a call kept apart from the pipeline.
+    #[inline]
+    pub fn settle_attempt<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        call: &mut CallState<Rt::State>,
+        attempt: Attempt<'_, T, B, L, H, Rl>,
+        verdict: &Verdict,
+        env: &mut Env<'_, R, O>,
+    ) -> Next {
+        attempt.settle(verdict, env);
+        let outcome = AttemptOutcome {
+            verdict: *verdict,
+            attempt: call.attempts,
+            idempotent: call.options.idempotent,
+            deadline: call.options.deadline,
+        };
+        let decision = self.retry_policy().decide(&mut call.state, &outcome, env);
+        match decision {
+            RetryDecision::Done => {}
+            RetryDecision::RetryAt(at) => env.observer.on_event(&Event::RetryScheduled {
+                attempt: call.attempts + 1,
+                delay: at - env.now,
+                after: *verdict,
+            }),
+            RetryDecision::GiveUp(reason) => env.observer.on_event(&Event::RetryRefused {
+                reason,
+                after: *verdict,
+            }),
+        }
+        decision
     }
 }
 
@@ -168,15 +264,7 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
         &mut self,
         env: &mut Env<'_, R, O>,
     ) -> Result<Attempt<'p, T, B, L, H, Rl>, Stop> {
-        if self.options.deadline.is_some_and(|d| d.has_passed(env.now)) {
-            return Err(Stop::DeadlinePassed);
-        }
-        let attempt = self
-            .pipeline
-            .admit(env, self.options.deadline)
-            .map_err(Stop::Refused)?;
-        self.attempts += 1;
-        Ok(attempt)
+        self.pipeline.admit_next(&mut self.state, env)
     }
 
     /// Settles the attempt with its verdict and decides what happens next. Reports
@@ -188,40 +276,18 @@ impl<'p, Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy
         verdict: &Verdict,
         env: &mut Env<'_, R, O>,
     ) -> Next {
-        attempt.settle(verdict, env);
-        let outcome = AttemptOutcome {
-            verdict: *verdict,
-            attempt: self.attempts,
-            idempotent: self.options.idempotent,
-            deadline: self.options.deadline,
-        };
-        let decision = self
-            .pipeline
-            .retry_policy()
-            .decide(&mut self.state, &outcome, env);
-        match decision {
-            RetryDecision::Done => {}
-            RetryDecision::RetryAt(at) => env.observer.on_event(&Event::RetryScheduled {
-                attempt: self.attempts + 1,
-                delay: at - env.now,
-                after: *verdict,
-            }),
-            RetryDecision::GiveUp(reason) => env.observer.on_event(&Event::RetryRefused {
-                reason,
-                after: *verdict,
-            }),
-        }
-        decision
+        self.pipeline
+            .settle_attempt(&mut self.state, attempt, verdict, env)
     }
 
     /// How many attempts have been admitted so far.
     pub const fn attempts(&self) -> u32 {
-        self.attempts
+        self.state.attempts
     }
 
     /// The options the call was started with, its timeout resolved into its deadline.
     pub const fn options(&self) -> CallOptions {
-        self.options
+        self.state.options
     }
 }
 

@@ -48,21 +48,24 @@
 //! ```
 
 use core::fmt;
-use core::future::{Future, poll_fn};
+use core::future::Future;
 use core::ops::ControlFlow;
-use core::pin::pin;
-use core::task::Poll;
 
 use crate::call::{CallOptions, Next, Stop};
 use crate::classify::Classify;
-use crate::observe::{Degradation, Event, Observer};
-use crate::permit::Env;
+use crate::observe::{Degradation, Observer};
 use crate::pipeline::AsPipeline;
 use crate::random::Random;
 use crate::rejection::Rejection;
 use crate::retry::GiveUpReason;
 use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
+
+mod drive;
+mod engine;
+
+pub use drive::{Drive, Operation};
+pub use engine::{Borrowed, Engine, Lent};
 
 /// What a runtime lends the retry loop: its clock and its sleep.
 ///
@@ -96,10 +99,11 @@ pub trait Timer {
 ///
 /// `Wait` does not borrow the gate (a gate is a few references, cheap to copy into its
 /// future): a future type that depended on the gate's borrow would trip rustc's proof that a
-/// spawned call is `Send`.
+/// spawned call is `Send`. It is `Unpin` (a waiter's state is plain data and an `Unpin`
+/// sleep), so the loop polls it where it lies, with no pinned slot of its own.
 pub trait Gate {
     /// The future `ready` returns.
-    type Wait: Future<Output = Result<(), Rejection>>;
+    type Wait: Future<Output = Result<(), Rejection>> + Unpin;
 
     /// Wait, at `now`, until an attempt may be admitted.
     fn ready(&self, now: Instant, deadline: Option<Deadline>) -> Self::Wait;
@@ -112,6 +116,16 @@ impl Gate for () {
     #[inline(always)]
     fn ready(&self, _now: Instant, _deadline: Option<Deadline>) -> Self::Wait {
         core::future::ready(Ok(()))
+    }
+}
+
+/// A borrowed gate is the gate.
+impl<G: Gate + ?Sized> Gate for &G {
+    type Wait = G::Wait;
+
+    #[inline(always)]
+    fn ready(&self, now: Instant, deadline: Option<Deadline>) -> G::Wait {
+        (**self).ready(now, deadline)
     }
 }
 
@@ -229,19 +243,18 @@ impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
 /// timeout and the call's deadline); when the deadline wins, the attempt's future is dropped and
 /// it settles as [`Verdict::Timeout`]. `classifier` turns each output into a verdict; `Success`
 /// and `Answered` end the call with `Ok(output)`.
+///
+/// The future is the loop itself, a [`Drive`]: nothing runs until it is first polled.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-// Not an `async fn`: it returns `execute_gated`'s future itself, so a caller awaiting it
-// does not pay for a second state machine wrapped around the first (a copy of the whole
-// loop's state on every call).
-pub fn execute<P, Tm, R, O, C, F, Fut>(
-    pipeline: &P,
-    timer: &Tm,
-    rng: &mut R,
-    observer: &O,
+pub fn execute<'a, P, Tm, R, O, C, F, Fut>(
+    pipeline: &'a P,
+    timer: &'a Tm,
+    rng: &'a mut R,
+    observer: &'a O,
     options: CallOptions,
-    classifier: &C,
+    classifier: &'a C,
     operation: F,
-) -> impl Future<Output = Result<Fut::Output, ExecuteError<Fut::Output>>>
+) -> Drive<Borrowed<'a, P, Tm, R, O, C>, (), F>
 where
     P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
@@ -251,33 +264,25 @@ where
     F: FnMut() -> Fut,
     Fut: Future,
 {
-    execute_gated(
-        pipeline,
-        timer,
-        rng,
-        observer,
-        options,
-        classifier,
-        &(),
-        operation,
-    )
+    let engine = Borrowed::new(pipeline, timer, rng, observer, classifier);
+    Drive::new(engine, (), options, operation)
 }
 
 /// [`execute`], with every attempt held at `gate` until it may be admitted: how an adapter
 /// adds a bounded wait for a bulkhead slot (see [`Gate`]). A gate's refusal ends the call as
-/// [`ExecuteError::Refused`] and reaches the observer as [`Event::Rejected`], exactly as a
-/// policy's does.
+/// [`ExecuteError::Refused`] and reaches the observer as [`Event::Rejected`](crate::observe::Event::Rejected),
+/// exactly as a policy's does.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-pub async fn execute_gated<P, Tm, R, O, C, G, F, Fut>(
-    pipeline: &P,
-    timer: &Tm,
-    rng: &mut R,
-    observer: &O,
+pub fn execute_gated<'a, P, Tm, R, O, C, G, F, Fut>(
+    pipeline: &'a P,
+    timer: &'a Tm,
+    rng: &'a mut R,
+    observer: &'a O,
     options: CallOptions,
-    classifier: &C,
-    gate: &G,
-    mut operation: F,
-) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+    classifier: &'a C,
+    gate: &'a G,
+    operation: F,
+) -> Drive<Borrowed<'a, P, Tm, R, O, C>, &'a G, F>
 where
     P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
@@ -288,71 +293,8 @@ where
     F: FnMut() -> Fut,
     Fut: Future,
 {
-    // One clock read serves the call's start, the gate and the admission: they happen at the
-    // same instant unless the gate really waits, and a clock read (~20 ns on a VM) is a large
-    // share of the whole loop's cost. Time is read again only after a wait: the gate's or a
-    // retry's sleep.
-    let mut now = timer.now();
-    let mut call = pipeline.as_pipeline().call(now, options);
-    let mut last: Option<Attempted<Fut::Output>> = None;
-    loop {
-        let attempt = {
-            // The gate's future lives until the admission it let through is decided, and no
-            // longer: a waiter let through on a wake-up resolves it when dropped, passing it
-            // on if the admission left the slot free (another policy refused, the deadline
-            // passed). Dropped before the attempt runs, so it claims nothing meanwhile.
-            let mut wait = pin!(gate.ready(now, call.options().deadline_value()));
-            let (ready, waited) = noting_wait(wait.as_mut()).await;
-            if waited {
-                now = timer.now();
-            }
-            if let Err(rejection) = ready {
-                observer.on_event(&Event::Rejected { rejection });
-                return Err(ExecuteError::Refused {
-                    rejection,
-                    attempts: call.attempts(),
-                    last,
-                });
-            }
-            let mut env = Env {
-                now,
-                rng: &mut *rng,
-                observer,
-            };
-            match call.admit(&mut env) {
-                Ok(attempt) => attempt,
-                Err(stop) => return Err(ExecuteError::stopped(stop, call.attempts(), last)),
-            }
-        };
-        let outcome = match attempt.deadline() {
-            Some(deadline) => race(operation(), || timer.sleep_until(deadline.instant())).await,
-            None => Some(operation().await),
-        };
-        let verdict = match &outcome {
-            Some(output) => classifier.classify(output),
-            None => Verdict::Timeout,
-        };
-        let next = {
-            let mut env = Env {
-                now: timer.now(),
-                rng: &mut *rng,
-                observer,
-            };
-            call.settle(attempt, &verdict, &mut env)
-        };
-        let attempted = match outcome {
-            Some(output) => Attempted::Output(output),
-            None => Attempted::TimedOut,
-        };
-        match conclude(next, attempted, call.attempts()) {
-            ControlFlow::Break(result) => return result,
-            ControlFlow::Continue((at, attempted)) => {
-                last = Some(attempted);
-                timer.sleep_until(at).await;
-                now = timer.now();
-            }
-        }
-    }
+    let engine = Borrowed::new(pipeline, timer, rng, observer, classifier);
+    Drive::new(engine, gate, options, operation)
 }
 
 impl<T> ExecuteError<T> {
@@ -371,8 +313,8 @@ impl<T> ExecuteError<T> {
 }
 
 /// What a settled attempt's decision means for the call: its result (`Break`), or a retry at
-/// an instant, carrying what the attempt produced (`Continue`). Shared by [`execute`] and the
-/// adapters that drive a [`Call`](crate::call::Call) by hand (the tokio tower future), so the
+/// an instant, carrying what the attempt produced (`Continue`): the loop's ([`Drive`]), public
+/// for a driver that steps a [`Call`](crate::call::Call) by hand (the simulator's), so the
 /// mapping from decision to error is written once.
 ///
 /// ```
@@ -405,49 +347,6 @@ pub fn conclude<T>(
         })),
         Next::RetryAt(at) => ControlFlow::Continue((at, attempted)),
     }
-}
-
-/// `wait`'s output, and whether it had to wait (was pending at least once).
-async fn noting_wait<F: Future>(wait: F) -> (F::Output, bool) {
-    let mut wait = pin!(wait);
-    let mut waited = false;
-    let output = poll_fn(|cx| {
-        let poll = wait.as_mut().poll(cx);
-        waited |= poll.is_pending();
-        poll
-    })
-    .await;
-    (output, waited)
-}
-
-/// The output of `work`, or `None` if the timeout `timeout()` makes completes first. Polls
-/// `work` first, so a result that is ready at the deadline still counts.
-///
-/// The timeout is made only when `work` is first pending: an attempt that answers on its first
-/// poll (a cache, a fast path) never creates a timer entry (tokio's costs ~35 ns to make and
-/// drop). The deadline is an instant, so making it later changes nothing about when it fires.
-async fn race<W, S, M>(work: W, timeout: M) -> Option<W::Output>
-where
-    W: Future,
-    S: Future<Output = ()>,
-    M: FnOnce() -> S,
-{
-    let mut work = pin!(work);
-    let mut make = Some(timeout);
-    let mut timeout = pin!(None::<S>);
-    poll_fn(|cx| {
-        if let Poll::Ready(v) = work.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if let Some(make) = make.take() {
-            timeout.set(Some(make()));
-        }
-        match timeout.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(None),
-            _ => Poll::Pending,
-        }
-    })
-    .await
 }
 
 #[cfg(all(test, not(loom)))]

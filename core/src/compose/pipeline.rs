@@ -32,7 +32,7 @@
 use core::time::Duration;
 
 use crate::observe::{Event, Observer};
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::Rejection;
 use crate::retry::{NoRetry, RetryPolicy};
@@ -470,5 +470,75 @@ impl<'p, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy> Attempt<'p, T, 
             });
         }
         duration
+    }
+}
+
+/// An [`Attempt`]'s permits apart from the pipeline ([`Detach`]): what a future that owns its
+/// pipeline keeps while the attempt runs. Attach it again with [`Pipeline::attach`] to settle
+/// or cancel it; dropped detached, it would release nothing.
+#[must_use = "attach it to its pipeline again: dropping it would leave what its permits hold taken"]
+pub struct DetachedAttempt<T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> {
+    throttler: T::Detached,
+    breaker: B::Detached,
+    limiter: L::Detached,
+    bulkhead: H::Detached,
+    rate_limit: Rl::Detached,
+    admitted_at: Instant,
+    deadline: Option<Deadline>,
+}
+
+impl<T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> DetachedAttempt<T, B, L, H, Rl> {
+    /// As [`Attempt::deadline`].
+    pub const fn deadline(&self) -> Option<Deadline> {
+        self.deadline
+    }
+}
+
+impl<'p, T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> Attempt<'p, T, B, L, H, Rl> {
+    /// Every permit's data, apart from the pipeline ([`Detach`]).
+    #[inline]
+    pub fn detach(self) -> DetachedAttempt<T, B, L, H, Rl> {
+        DetachedAttempt {
+            throttler: T::detach(self.throttler),
+            breaker: B::detach(self.breaker),
+            limiter: L::detach(self.limiter),
+            bulkhead: H::detach(self.bulkhead),
+            rate_limit: Rl::detach(self.rate_limit),
+            admitted_at: self.admitted_at,
+            deadline: self.deadline,
+        }
+    }
+}
+
+impl<Rt, T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> Pipeline<Rt, T, B, L, H, Rl> {
+    /// The attempt again, from what [`Attempt::detach`] took from one of this pipeline's.
+    ///
+    /// ```
+    /// use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+    /// use resilix::pipeline::Pipeline;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::time::Instant;
+    /// use resilix::Verdict;
+    ///
+    /// let pipeline = Pipeline::new().bulkhead(Bulkhead::new(BulkheadConfig::new(1)?));
+    /// let mut rng = SeededRandom::new(1);
+    /// let mut env = resilix::permit::Env::new(Instant::ZERO, &mut rng);
+    /// let detached = pipeline.admit(&mut env, None).unwrap().detach();
+    /// assert!(pipeline.admit(&mut env, None).is_err(), "its slot is still held");
+    /// pipeline.attach(detached).settle(&Verdict::Success, &mut env);
+    /// assert!(pipeline.admit(&mut env, None).is_ok());
+    /// # Ok::<(), resilix::bulkhead::BulkheadConfigError>(())
+    /// ```
+    #[inline]
+    pub fn attach(&self, detached: DetachedAttempt<T, B, L, H, Rl>) -> Attempt<'_, T, B, L, H, Rl> {
+        Attempt {
+            throttler: self.throttler.attach(detached.throttler),
+            breaker: self.breaker.attach(detached.breaker),
+            limiter: self.limiter.attach(detached.limiter),
+            bulkhead: self.bulkhead.attach(detached.bulkhead),
+            rate_limit: self.rate_limit.attach(detached.rate_limit),
+            admitted_at: detached.admitted_at,
+            deadline: detached.deadline,
+        }
     }
 }

@@ -39,7 +39,7 @@ use core::time::Duration;
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
 use crate::error::Error;
-use crate::execute::{ExecuteError, Gate, Timer, execute, execute_gated};
+use crate::execute::{Drive, ExecuteError, Gate, Lent, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
 use crate::pipeline::AsPipeline;
@@ -156,6 +156,36 @@ pub const fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+pin_project_lite::pin_project! {
+    /// [`Resilience::execute`]'s future: the loop, its answer flattened into the one error.
+    struct Flat<'r, R, D> {
+        resilience: &'r R,
+        #[pin]
+        drive: D,
+    }
+}
+
+impl<'r, P, Tm, S, O, C, D, T, E> Future for Flat<'r, Resilience<P, Tm, S, O, C>, D>
+where
+    P: AsPipeline,
+    Tm: Timer,
+    O: Observer,
+    D: Future<Output = Result<Result<T, E>, ExecuteError<Result<T, E>>>>,
+{
+    type Output = Result<T, Error<T, E>>;
+
+    #[inline]
+    fn poll(
+        self: core::pin::Pin<&mut Self>,
+        cx: &mut core::task::Context<'_>,
+    ) -> core::task::Poll<Self::Output> {
+        let this = self.project();
+        this.drive
+            .poll(cx)
+            .map(|result| this.resilience.flatten(result))
+    }
+}
+
 /// A pipeline with its observer, classifier, timer and seed source, ready to run calls.
 ///
 /// `P` is anything that holds a [`Pipeline`](crate::pipeline::Pipeline) ([`AsPipeline`]): the pipeline itself (then
@@ -250,6 +280,11 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
     /// The classifier.
     pub fn classifier_ref(&self) -> &C {
         &self.classifier
+    }
+
+    /// The seed source.
+    pub fn seeds_ref(&self) -> &S {
+        &self.seeds
     }
 
     /// The timer calls are timed and sleep on (deadlines in [`CallOptions`] are instants on
@@ -392,33 +427,23 @@ where
     /// retry gave up on, a timeout, a refusal (which policy, and the wait until it admits
     /// again), or the deadline passed. Dropping the returned future at any point gives back
     /// every permit and records nothing. Allocates nothing beyond the operation's own future.
-    pub async fn execute<F, Fut, T, E>(
+    pub fn execute<F, Fut, T, E>(
         &self,
         options: CallOptions,
         operation: F,
-    ) -> Result<T, Error<T, E>>
+    ) -> impl Future<Output = Result<T, Error<T, E>>>
     where
         S: SeedSource,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         C: Classify<Result<T, E>>,
     {
-        let mut slot = None;
-        let mut rng = self.lazy_rng(&mut slot);
-        // The loop itself rather than through `execute_gated_with_rng`: one `async` level less
-        // per call (24 instructions; `benches/instructions.sh async-execute`).
-        let result = execute_gated(
-            self.pipeline.as_pipeline(),
-            &self.timer,
-            &mut rng,
-            &self.observer,
-            options,
-            &self.classifier,
-            &(),
-            operation,
-        )
-        .await;
-        self.flatten(result)
+        // The loop itself, its answer flattened as it comes, rather than an `async` block
+        // around it: no second state machine holding a copy of the first.
+        Flat {
+            resilience: self,
+            drive: Drive::new(Lent::new(self), (), options, operation),
+        }
     }
 
     /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator

@@ -52,7 +52,7 @@
 use alloc::sync::Arc;
 
 use crate::observe::{Event, Observer};
-use crate::permit::{Env, Policy};
+use crate::permit::{Detach, Env, Policy};
 use crate::random::Random;
 use crate::rejection::Rejection;
 use crate::retry::budget::RetryBudget;
@@ -97,6 +97,21 @@ impl<P: Policy + ?Sized> Policy for Arc<P> {
         env: &mut Env<'_, R, O>,
     ) -> Result<Self::Permit<'_>, Rejection> {
         (**self).admit(env)
+    }
+}
+
+/// An `Arc`'s permits detach as its policy's do.
+impl<P: Detach + ?Sized> Detach for Arc<P> {
+    type Detached = P::Detached;
+
+    #[inline(always)]
+    fn detach(permit: P::Permit<'_>) -> P::Detached {
+        P::detach(permit)
+    }
+
+    #[inline(always)]
+    fn attach(&self, detached: P::Detached) -> P::Permit<'_> {
+        (**self).attach(detached)
     }
 }
 

@@ -80,13 +80,14 @@
 
 use core::fmt;
 use core::future::Future;
+use core::ops::Deref;
 use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use crate::bulkhead::Bulkhead;
 use crate::bulkhead::wait::{Ticket, WaitConfig, WaitQueue};
 use crate::execute::{Gate, Timer};
-use crate::limiter::{Limiter, QueuePlace};
+use crate::limiter::{DetachedQueuePlace, Limiter, QueuePlace};
 use crate::rejection::{RejectReason, Rejection};
 use crate::release::ReleaseHook;
 use crate::time::{Deadline, Instant};
@@ -418,10 +419,9 @@ impl<const N: usize, Lk: WaiterLock<N>> WaiterQueue for SlotWaiters<N, Lk> {
 /// [`SlotWaiters`].
 pub trait Waitable {
     /// What a waiter holds while waiting: nothing for a bulkhead, a queue-zone place for the
-    /// limiter.
-    type Held<'a>
-    where
-        Self: 'a;
+    /// limiter. Plain data, held apart from the policy (so a waiter may own the policy
+    /// through an `Arc`): give it back with [`unreserve`](Waitable::unreserve).
+    type Held;
     /// Its waiters.
     type Queue: WaiterQueue;
     /// Its waiters.
@@ -433,16 +433,15 @@ pub trait Waitable {
         u32::from(self.has_room())
     }
     /// What a caller must hold to wait, or `None` when it may not wait.
-    fn reserve(&self) -> Option<Self::Held<'_>>;
+    fn reserve(&self) -> Option<Self::Held>;
+    /// Gives back what [`reserve`](Waitable::reserve) took.
+    fn unreserve(&self, held: Self::Held);
     /// Why a caller that cannot wait is refused.
     fn refusal(&self) -> Rejection;
 }
 
 impl<const N: usize, Lk: WaiterLock<N>> Waitable for Bulkhead<SlotWaiters<N, Lk>> {
-    type Held<'a>
-        = ()
-    where
-        Self: 'a;
+    type Held = ();
     type Queue = SlotWaiters<N, Lk>;
 
     fn queue(&self) -> &SlotWaiters<N, Lk> {
@@ -457,16 +456,14 @@ impl<const N: usize, Lk: WaiterLock<N>> Waitable for Bulkhead<SlotWaiters<N, Lk>
     fn reserve(&self) -> Option<()> {
         Some(())
     }
+    fn unreserve(&self, _held: ()) {}
     fn refusal(&self) -> Rejection {
         Rejection::new(RejectReason::BulkheadFull)
     }
 }
 
 impl<const N: usize, Lk: WaiterLock<N>> Waitable for Limiter<SlotWaiters<N, Lk>> {
-    type Held<'a>
-        = QueuePlace<'a, SlotWaiters<N, Lk>>
-    where
-        Self: 'a;
+    type Held = DetachedQueuePlace;
     type Queue = SlotWaiters<N, Lk>;
 
     fn queue(&self) -> &SlotWaiters<N, Lk> {
@@ -479,8 +476,11 @@ impl<const N: usize, Lk: WaiterLock<N>> Waitable for Limiter<SlotWaiters<N, Lk>>
         self.limit().saturating_sub(self.in_flight())
     }
     /// A place in the queue zone: none beyond it, or when the shedding ladder sheds.
-    fn reserve(&self) -> Option<Self::Held<'_>> {
-        self.wait_place().ok()
+    fn reserve(&self) -> Option<DetachedQueuePlace> {
+        self.wait_place().ok().map(QueuePlace::detach)
+    }
+    fn unreserve(&self, held: DetachedQueuePlace) {
+        drop(self.attach_place(held));
     }
     fn refusal(&self) -> Rejection {
         Rejection::new(RejectReason::LimiterFull)
@@ -493,10 +493,7 @@ macro_rules! waitable_through {
         /// waited on.
         $(#[$attr])*
         impl<W: Waitable + ?Sized> Waitable for $holder {
-            type Held<'a>
-                = W::Held<'a>
-            where
-                Self: 'a;
+            type Held = W::Held;
             type Queue = W::Queue;
 
             fn queue(&self) -> &W::Queue {
@@ -508,8 +505,11 @@ macro_rules! waitable_through {
             fn free(&self) -> u32 {
                 (**self).free()
             }
-            fn reserve(&self) -> Option<W::Held<'_>> {
+            fn reserve(&self) -> Option<W::Held> {
                 (**self).reserve()
+            }
+            fn unreserve(&self, held: W::Held) {
+                (**self).unreserve(held)
             }
             fn refusal(&self) -> Rejection {
                 (**self).refusal()
@@ -530,11 +530,11 @@ struct Ops<'w, W: Waitable + ?Sized> {
     holds: bool,
 }
 
-impl<'w, W: Waitable + ?Sized> JoinOps<W::Held<'w>> for Ops<'w, W> {
+impl<'w, W: Waitable + ?Sized> JoinOps<W::Held> for Ops<'w, W> {
     fn free(&self) -> u32 {
         self.target.free()
     }
-    fn reserve(self) -> Result<Option<W::Held<'w>>, Rejection> {
+    fn reserve(self) -> Result<Option<W::Held>, Rejection> {
         if self.holds {
             return Ok(None);
         }
@@ -544,31 +544,38 @@ impl<'w, W: Waitable + ?Sized> JoinOps<W::Held<'w>> for Ops<'w, W> {
 
 /// Holds each attempt until `target` has room: the [`Gate`] an adapter passes to
 /// [`execute_gated`](crate::execute::execute_gated). See the [module docs](self).
-pub struct WaitGate<'b, W: ?Sized, Tm> {
-    target: &'b W,
+///
+/// `T` reaches the policy: a reference (`&bulkhead`), or a handle that owns it (an `Arc`, or
+/// a handle into a shared pipeline), cloned into each wait.
+pub struct WaitGate<T, Tm> {
+    target: T,
     timer: Tm,
 }
 
-impl<W: ?Sized, Tm> fmt::Debug for WaitGate<'_, W, Tm> {
+impl<T, Tm> fmt::Debug for WaitGate<T, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WaitGate").finish_non_exhaustive()
     }
 }
 
-impl<'b, W: ?Sized, Tm> WaitGate<'b, W, Tm> {
+impl<T, Tm> WaitGate<T, Tm> {
     /// A gate on `target`, timing waits on `timer` (the timeline of the call's deadline).
-    pub const fn new(target: &'b W, timer: Tm) -> Self {
+    pub const fn new(target: T, timer: Tm) -> Self {
         WaitGate { target, timer }
     }
 }
 
-impl<'b, W: Waitable + ?Sized, Tm: WaitTimer + Clone> Gate for WaitGate<'b, W, Tm> {
-    type Wait = WaitFor<'b, W, Tm>;
+impl<T, Tm> Gate for WaitGate<T, Tm>
+where
+    T: Deref<Target: Waitable> + Clone,
+    Tm: WaitTimer + Clone,
+{
+    type Wait = WaitFor<T, Tm>;
 
-    fn ready(&self, now: Instant, deadline: Option<Deadline>) -> WaitFor<'b, W, Tm> {
+    fn ready(&self, now: Instant, deadline: Option<Deadline>) -> WaitFor<T, Tm> {
         let max_wait = self.target.queue().config().max_wait();
         WaitFor {
-            target: self.target,
+            target: self.target.clone(),
             timer: self.timer.clone(),
             until: Deadline::after(now, max_wait).min_opt(deadline),
             registered: None,
@@ -579,22 +586,25 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer + Clone> Gate for WaitGate<'b, W, T
     }
 }
 
+/// What a waiter on `T`'s policy holds.
+type HeldBy<T> = <<T as Deref>::Target as Waitable>::Held;
+
 /// Waiting for room: the future of [`WaitGate`]. Dropping it leaves the queue, and resolves a
 /// wake-up it went on: [`execute_gated`](crate::execute::execute_gated) drops it right after
 /// the admission it let through, so a wake-up the admission did not use (another policy
 /// refused, the deadline passed) is passed on then.
-pub struct WaitFor<'b, W: Waitable + ?Sized, Tm: WaitTimer> {
-    target: &'b W,
+pub struct WaitFor<T: Deref<Target: Waitable>, Tm: WaitTimer> {
+    target: T,
     timer: Tm,
     until: Deadline,
     registered: Option<Place>,
     // Went on a wake-up, not yet resolved: the drop resolves it.
     claim: bool,
-    held: Option<W::Held<'b>>,
+    held: Option<HeldBy<T>>,
     sleep: Option<Tm::OwnedSleep>,
 }
 
-impl<W: Waitable + ?Sized, Tm: WaitTimer> fmt::Debug for WaitFor<'_, W, Tm> {
+impl<T: Deref<Target: Waitable>, Tm: WaitTimer> fmt::Debug for WaitFor<T, Tm> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WaitFor")
             .field("until", &self.until)
@@ -605,36 +615,43 @@ impl<W: Waitable + ?Sized, Tm: WaitTimer> fmt::Debug for WaitFor<'_, W, Tm> {
 }
 
 // Nothing is pinned structurally: the sleep is `Unpin`, the rest is plain data.
-impl<W: Waitable + ?Sized, Tm: WaitTimer> Unpin for WaitFor<'_, W, Tm> {}
+impl<T: Deref<Target: Waitable>, Tm: WaitTimer> Unpin for WaitFor<T, Tm> {}
 
-impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> WaitFor<'b, W, Tm> {
+impl<T: Deref<Target: Waitable>, Tm: WaitTimer> WaitFor<T, Tm> {
+    /// Gives back what the wait reserved, if anything.
+    fn unreserve(&mut self) {
+        if let Some(held) = self.held.take() {
+            self.target.unreserve(held);
+        }
+    }
+
     fn refuse(&mut self) -> Poll<Result<(), Rejection>> {
-        self.held = None;
+        self.unreserve();
         Poll::Ready(Err(self.target.refusal()))
     }
 
     fn go(&mut self) -> Poll<Result<(), Rejection>> {
         // Give the queue-zone place back before the pipeline admits: it is not a slot.
-        self.held = None;
+        self.unreserve();
         Poll::Ready(Ok(()))
     }
 
     /// The wait is over (max wait or deadline): leave, passing on a wake-up that came
     /// meanwhile, and refuse.
     fn time_out(&mut self, place: Place) -> Poll<Result<(), Rejection>> {
-        let target = self.target;
         self.registered = None;
+        let target = &*self.target;
         target.queue().leave(place, || target.free());
         self.refuse()
     }
 }
 
-impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
+impl<T: Deref<Target: Waitable>, Tm: WaitTimer> Future for WaitFor<T, Tm> {
     type Output = Result<(), Rejection>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let me = &mut *self;
-        let target: &'b W = me.target;
+        let target = &*me.target;
         let queue = target.queue();
         if !queue.config().allows_waiting() {
             // No waiting configured: the pipeline's own admission refuses at once.
@@ -703,9 +720,9 @@ impl<'b, W: Waitable + ?Sized, Tm: WaitTimer> Future for WaitFor<'b, W, Tm> {
     }
 }
 
-impl<W: Waitable + ?Sized, Tm: WaitTimer> Drop for WaitFor<'_, W, Tm> {
+impl<T: Deref<Target: Waitable>, Tm: WaitTimer> Drop for WaitFor<T, Tm> {
     fn drop(&mut self) {
-        let target = self.target;
+        let target = &*self.target;
         // Still queued (cancelled): leave, passing on a wake-up not yet seen.
         if let Some(place) = self.registered.take() {
             target.queue().leave(place, || target.free());
@@ -715,5 +732,7 @@ impl<W: Waitable + ?Sized, Tm: WaitTimer> Drop for WaitFor<'_, W, Tm> {
         if core::mem::take(&mut self.claim) {
             target.queue().resolve(|| target.free());
         }
+        // Last, as the reserved place's own drop ran after this body before.
+        self.unreserve();
     }
 }

@@ -208,6 +208,85 @@ impl<P: Permit> Permit for Option<P> {
     }
 }
 
+/// A policy whose permits can be kept apart from it: what a future that owns its pipeline
+/// (the tower Layer's, which holds it through an `Arc`) keeps across an await, since a value
+/// cannot hold a borrow of another value it owns.
+///
+/// [`detach`](Detach::detach) turns a permit into its data, with no borrow of the policy;
+/// [`attach`](Detach::attach) turns that data back into the permit, to settle or drop. A
+/// detached permit releases nothing when dropped (it cannot reach its policy): attach it again
+/// to the policy it came from, and to no other, before it goes.
+///
+/// ```
+/// use resilix::bulkhead::{Bulkhead, BulkheadConfig};
+/// use resilix::permit::{Detach, Env, Permit, Policy};
+/// use resilix::random::SeededRandom;
+/// use resilix::time::Instant;
+/// use resilix::Verdict;
+///
+/// let bulkhead = Bulkhead::new(BulkheadConfig::new(1)?);
+/// let mut rng = SeededRandom::new(1);
+/// let mut env = Env::new(Instant::ZERO, &mut rng);
+/// let held = Bulkhead::detach(bulkhead.admit(&mut env).unwrap());
+/// assert_eq!(bulkhead.held(), 1, "detached, the slot is still held");
+/// bulkhead.attach(held).settle(&Verdict::Success, &mut env);
+/// assert_eq!(bulkhead.held(), 0);
+/// # Ok::<(), resilix::bulkhead::BulkheadConfigError>(())
+/// ```
+pub trait Detach: Policy {
+    /// A permit's data, without the borrow of its policy.
+    type Detached: 'static;
+
+    /// The permit's data; what it holds stays held.
+    fn detach(permit: Self::Permit<'_>) -> Self::Detached;
+
+    /// The permit again, from the data [`detach`](Detach::detach) took from one of this
+    /// policy's permits.
+    fn attach(&self, detached: Self::Detached) -> Self::Permit<'_>;
+}
+
+impl Detach for () {
+    type Detached = ();
+
+    #[inline(always)]
+    fn detach(_permit: ()) {}
+
+    #[inline(always)]
+    fn attach(&self, _detached: ()) {}
+}
+
+impl<P: Detach + ?Sized> Detach for &P {
+    type Detached = P::Detached;
+
+    #[inline(always)]
+    fn detach(permit: P::Permit<'_>) -> P::Detached {
+        P::detach(permit)
+    }
+
+    #[inline(always)]
+    fn attach(&self, detached: P::Detached) -> P::Permit<'_> {
+        (**self).attach(detached)
+    }
+}
+
+impl<P: Detach> Detach for Option<P> {
+    type Detached = Option<P::Detached>;
+
+    #[inline(always)]
+    fn detach(permit: Option<P::Permit<'_>>) -> Option<P::Detached> {
+        permit.map(P::detach)
+    }
+
+    /// `None` unless both are there: a policy that is `None` issued no permit to come back.
+    #[inline(always)]
+    fn attach(&self, detached: Option<P::Detached>) -> Option<P::Permit<'_>> {
+        match (self, detached) {
+            (Some(policy), Some(detached)) => Some(policy.attach(detached)),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

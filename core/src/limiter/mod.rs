@@ -69,7 +69,7 @@ use fixed::CALL;
 use sample::{Baseline, SampleWindow};
 
 use crate::observe::{Event, Observer};
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::release::{ReleaseHook, ReleaseSignal};
@@ -525,6 +525,28 @@ impl<'a, H: ReleaseHook> QueuePlace<'a, H> {
     }
 }
 
+impl<'a, H: ReleaseHook> QueuePlace<'a, H> {
+    /// The place apart from its limiter: still taken, until [`Limiter::attach_place`] gives it
+    /// a limiter to go back to (a waiter that cannot keep a borrow of the limiter keeps this).
+    pub fn detach(self) -> DetachedQueuePlace {
+        core::mem::forget(self);
+        DetachedQueuePlace(())
+    }
+}
+
+/// A [`QueuePlace`] apart from its limiter ([`QueuePlace::detach`]).
+#[must_use = "attach it to its limiter again: dropping it would leave its place taken"]
+#[derive(Debug)]
+pub struct DetachedQueuePlace(());
+
+impl<H: ReleaseHook> Limiter<H> {
+    /// The place again, from one [`QueuePlace::detach`] took from this limiter.
+    pub fn attach_place(&self, detached: DetachedQueuePlace) -> QueuePlace<'_, H> {
+        let DetachedQueuePlace(()) = detached;
+        QueuePlace { limiter: self }
+    }
+}
+
 impl<H: ReleaseHook> Drop for QueuePlace<'_, H> {
     fn drop(&mut self) {
         self.limiter.waiting.release();
@@ -569,6 +591,35 @@ impl<H: ReleaseHook> Permit for LimiterPermit<'_, H> {
         let (limiter, admitted_at, in_flight) = (self.limiter, self.admitted_at, self.in_flight);
         drop(self); // gives the slot back
         limiter.record(admitted_at, in_flight, verdict, env);
+    }
+}
+
+/// A [`LimiterPermit`]'s data, apart from its limiter ([`Detach`]).
+#[must_use = "attach it to its limiter again: dropping it would leave its slot taken"]
+#[derive(Debug)]
+pub struct DetachedLimiterPermit {
+    admitted_at: Instant,
+    in_flight: u32,
+    limit: u32,
+}
+
+impl<H: ReleaseHook> Detach for Limiter<H> {
+    type Detached = DetachedLimiterPermit;
+
+    #[inline]
+    fn detach(permit: LimiterPermit<'_, H>) -> DetachedLimiterPermit {
+        // Its drop would give the slot back: the detached data still holds it.
+        let permit = core::mem::ManuallyDrop::new(permit);
+        DetachedLimiterPermit {
+            admitted_at: permit.admitted_at,
+            in_flight: permit.in_flight,
+            limit: permit.limit,
+        }
+    }
+
+    #[inline]
+    fn attach(&self, detached: DetachedLimiterPermit) -> LimiterPermit<'_, H> {
+        self.permit(detached.admitted_at, detached.in_flight, detached.limit)
     }
 }
 

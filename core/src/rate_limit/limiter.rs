@@ -5,7 +5,7 @@ use super::AcquireError;
 use super::gcra::{Decision, Gcra, TICK_BITS, TICK_MASK, era_count};
 use super::rate::{RateLimitConfig, RateLimitConfigError};
 use crate::observe::Observer;
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
@@ -370,6 +370,21 @@ impl Policy for RateLimiter {
         env: &mut Env<'_, R, O>,
     ) -> Result<RateLimitPermit, Rejection> {
         self.try_acquire(env.now).map(|()| RateLimitPermit::new())
+    }
+}
+
+/// A rate-limit permit borrows nothing: it is its own detached form.
+impl Detach for RateLimiter {
+    type Detached = RateLimitPermit;
+
+    #[inline(always)]
+    fn detach(permit: RateLimitPermit) -> RateLimitPermit {
+        permit
+    }
+
+    #[inline(always)]
+    fn attach(&self, detached: RateLimitPermit) -> RateLimitPermit {
+        detached
     }
 }
 

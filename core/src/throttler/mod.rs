@@ -111,7 +111,7 @@ pub use reconfigure::ThrottlerReconfigureError;
 use formula::Formula;
 
 use crate::observe::Observer;
-use crate::permit::{Env, Permit, Policy};
+use crate::permit::{Detach, Env, Permit, Policy};
 use crate::random::Random;
 use crate::rejection::{RejectReason, Rejection};
 use crate::settings::Settings;
@@ -263,6 +263,19 @@ impl<const BUCKETS: usize> Policy for Throttler<BUCKETS> {
             return Err(Rejection::new(RejectReason::Throttled));
         }
         Ok(ThrottlerPermit { throttler: self })
+    }
+}
+
+impl<const BUCKETS: usize> Detach for Throttler<BUCKETS> {
+    /// A throttler's permit holds nothing but the way back to its throttler.
+    type Detached = ();
+
+    #[inline(always)]
+    fn detach(_permit: ThrottlerPermit<'_, BUCKETS>) {}
+
+    #[inline(always)]
+    fn attach(&self, _detached: ()) -> ThrottlerPermit<'_, BUCKETS> {
+        ThrottlerPermit { throttler: self }
     }
 }
 

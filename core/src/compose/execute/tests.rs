@@ -4,6 +4,8 @@
 
 use core::cell::Cell;
 use core::future::{Future, poll_fn, ready};
+
+use crate::call::CallOptions;
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
 
@@ -74,50 +76,238 @@ fn every_error_names_its_attempts_and_a_refusal_its_rejection() {
     assert_eq!(errors[3].rejection(), None);
 }
 
-#[test]
-fn noting_wait_tells_a_wait_from_a_ready_gate() {
-    assert_eq!(poll_up_to(noting_wait(ready(7)), 1), Some((7, false)));
-    let polls = Cell::new(0);
-    assert_eq!(
-        poll_up_to(noting_wait(pending_times(1, 8, &polls)), 3),
-        Some((8, true)),
-        "pending once is a wait"
-    );
-    let polls = Cell::new(0);
-    assert_eq!(
-        poll_up_to(noting_wait(pending_times(3, 9, &polls)), 5),
-        Some((9, true)),
-        "the ready poll after a wait does not undo it"
-    );
+/// A timer whose clock stands still, counting its reads and the sleeps it makes; its sleeps
+/// are all ready at once (`fires`) or never.
+struct Counted {
+    reads: Cell<u32>,
+    sleeps: Cell<u32>,
+    fires: bool,
+}
+
+impl Counted {
+    fn new(fires: bool) -> Self {
+        Counted {
+            reads: Cell::new(0),
+            sleeps: Cell::new(0),
+            fires,
+        }
+    }
+}
+
+struct Stub(bool);
+
+impl Future for Stub {
+    type Output = ();
+    fn poll(self: core::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Timer for Counted {
+    type Sleep<'a> = Stub;
+    fn now(&self) -> Instant {
+        self.reads.set(self.reads.get() + 1);
+        Instant::from_secs(1)
+    }
+    fn sleep_until(&self, _at: Instant) -> Stub {
+        self.sleeps.set(self.sleeps.get() + 1);
+        Stub(self.fires)
+    }
+}
+
+/// A gate whose every wait is pending `n` times before it lets the attempt through.
+struct Slow<'a> {
+    n: u32,
+    polls: &'a Cell<u32>,
+}
+
+impl<'a> Gate for Slow<'a> {
+    type Wait = Waiting<'a>;
+    fn ready(&self, _now: Instant, _deadline: Option<Deadline>) -> Waiting<'a> {
+        Waiting {
+            left: self.n,
+            polls: self.polls,
+        }
+    }
+}
+
+/// [`Slow`]'s wait: pending `left` more times, then ready.
+struct Waiting<'a> {
+    left: u32,
+    polls: &'a Cell<u32>,
+}
+
+impl Future for Waiting<'_> {
+    type Output = Result<(), Rejection>;
+    fn poll(mut self: core::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.polls.set(self.polls.get() + 1);
+        if self.left == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        self.left -= 1;
+        Poll::Pending
+    }
 }
 
 #[test]
-fn race_gives_the_work_when_it_is_ready_and_none_when_the_timeout_fires() {
-    let made = Cell::new(0);
-    let make = || {
-        made.set(made.get() + 1);
-        ready(())
-    };
-    assert_eq!(poll_up_to(race(ready(1), make), 1), Some(Some(1)));
-    assert_eq!(made.get(), 0, "no timeout is made for work ready at once");
+fn the_clock_is_read_again_only_after_the_gate_waited() {
+    let pipeline = crate::pipeline::Pipeline::new();
+    let classifier = crate::classify::ResultClassifier::new();
+    for (pending, reads) in [(0, 2), (1, 3), (3, 3)] {
+        let timer = Counted::new(false);
+        let mut rng = crate::random::SeededRandom::new(1);
+        let polls = Cell::new(0);
+        let gate = Slow {
+            n: pending,
+            polls: &polls,
+        };
+        let fut = execute_gated(
+            &pipeline,
+            &timer,
+            &mut rng,
+            &(),
+            CallOptions::default(),
+            &classifier,
+            &gate,
+            || ready(Ok::<u32, ()>(7)),
+        );
+        assert_eq!(poll_up_to(fut, 5), Some(Ok(Ok(7))));
+        assert_eq!(
+            (timer.reads.get(), polls.get()),
+            (reads, pending + 1),
+            "gate pending {pending} times: the start, the admission after a wait, the settle"
+        );
+    }
+}
 
-    // Work still pending when the timeout is ready: the timeout wins on that same poll.
+/// A pipeline whose every attempt has a deadline, so each is raced against a timeout.
+fn timed() -> crate::pipeline::Pipeline {
+    crate::pipeline::Pipeline::new().attempt_timeout(core::time::Duration::from_secs(1))
+}
+
+#[test]
+fn no_timeout_is_made_for_work_ready_at_once() {
+    let pipeline = timed();
+    let timer = Counted::new(true);
+    let mut rng = crate::random::SeededRandom::new(2);
+    let classifier = crate::classify::ResultClassifier::new();
+    let fut = execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || ready(Ok::<u32, ()>(1)),
+    );
+    assert_eq!(poll_up_to(fut, 1), Some(Ok(Ok(1))));
+    assert_eq!(timer.sleeps.get(), 0);
+}
+
+#[test]
+fn pending_work_loses_to_a_ready_timeout_on_the_same_poll() {
+    let pipeline = timed();
+    let timer = Counted::new(true);
+    let mut rng = crate::random::SeededRandom::new(3);
+    let classifier = crate::classify::ResultClassifier::new();
     let polls = Cell::new(0);
+    let fut = execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || pending_times(5, Ok::<u32, ()>(2), &polls),
+    );
+    let out = poll_up_to(fut, 1).expect("the timeout answers on the first poll");
+    assert!(
+        matches!(
+            out,
+            Err(ExecuteError::GaveUp {
+                last: Attempted::TimedOut,
+                attempts: 1,
+                ..
+            })
+        ),
+        "{out:?}"
+    );
+    assert_eq!((timer.sleeps.get(), polls.get()), (1, 1));
+}
+
+#[test]
+fn an_answer_comes_through_a_timeout_that_never_fires_made_once() {
+    let pipeline = timed();
+    let timer = Counted::new(false);
+    let mut rng = crate::random::SeededRandom::new(4);
+    let classifier = crate::classify::ResultClassifier::new();
+    let polls = Cell::new(0);
+    let fut = execute(
+        &pipeline,
+        &timer,
+        &mut rng,
+        &(),
+        CallOptions::default(),
+        &classifier,
+        || pending_times(2, Ok::<u32, ()>(3), &polls),
+    );
+    assert_eq!(poll_up_to(fut, 5), Some(Ok(Ok(3))));
+    assert_eq!((timer.sleeps.get(), polls.get()), (1, 3));
+}
+
+/// An attempt's future that checks, as it drops, that its bulkhead slot is still held.
+struct Watch<'a> {
+    bulkhead: &'a crate::bulkhead::Bulkhead,
+    held_at_drop: &'a Cell<Option<u32>>,
+}
+
+impl Future for Watch<'_> {
+    type Output = Result<u32, ()>;
+    fn poll(self: core::pin::Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Poll::Pending
+    }
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.held_at_drop.set(Some(self.bulkhead.held()));
+    }
+}
+
+#[test]
+fn a_dropped_loop_drops_the_attempt_before_giving_back_its_permits() {
+    let bulkhead = crate::bulkhead::Bulkhead::new(crate::bulkhead::BulkheadConfig::new(1).unwrap());
+    let pipeline = crate::pipeline::Pipeline::new().bulkhead(&bulkhead);
+    let timer = Counted::new(false);
+    let mut rng = crate::random::SeededRandom::new(5);
+    let classifier = crate::classify::ResultClassifier::new();
+    let held_at_drop = Cell::new(None);
+    {
+        let fut = execute(
+            &pipeline,
+            &timer,
+            &mut rng,
+            &(),
+            CallOptions::default(),
+            &classifier,
+            || Watch {
+                bulkhead: &bulkhead,
+                held_at_drop: &held_at_drop,
+            },
+        );
+        let mut fut = pin!(fut);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(bulkhead.held(), 1, "the attempt runs, holding its slot");
+    }
     assert_eq!(
-        poll_up_to(race(pending_times(5, 2, &polls), make), 1),
-        Some(None)
+        held_at_drop.get(),
+        Some(1),
+        "the attempt's future went first"
     );
-    assert_eq!(made.get(), 1);
-
-    // A timeout that never fires: the work's answer comes through, and it was made once.
-    let polls = Cell::new(0);
-    let never = Cell::new(0);
-    let result = poll_up_to(
-        race(pending_times(2, 3, &polls), || {
-            never.set(never.get() + 1);
-            core::future::pending::<()>()
-        }),
-        5,
-    );
-    assert_eq!((result, never.get(), polls.get()), (Some(Some(3)), 1, 3));
+    assert_eq!(bulkhead.held(), 0, "then its slot came back");
 }
