@@ -23,6 +23,14 @@ pub struct Attempts<S, Req, R> {
     _pipeline: PhantomData<fn() -> R>,
 }
 
+impl<S, Req, R> std::fmt::Debug for Attempts<S, Req, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attempts")
+            .field("request_kept", &self.request.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S, Req, R> Attempts<S, Req, R> {
     /// The attempts of `request` through `inner`.
     pub fn new(inner: S, request: Req) -> Self {
@@ -62,6 +70,14 @@ pin_project! {
         request: Option<Req>,
         #[pin]
         future: Option<S::Future>,
+    }
+}
+
+impl<S: Service<Req>, Req> std::fmt::Debug for ServiceCall<S, Req> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceCall")
+            .field("called", &self.future.is_some())
+            .finish_non_exhaustive()
     }
 }
 

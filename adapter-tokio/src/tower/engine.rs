@@ -38,6 +38,14 @@ impl<R> Owned<R> {
     }
 }
 
+impl<R> std::fmt::Debug for Owned<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owned")
+            .field("seeded", &self.rng.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 /// An attempt through `P`, detached from it.
 type Detached<P> = DetachedAttempt<
     <P as AsPipeline>::Throttler,

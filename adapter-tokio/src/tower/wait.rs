@@ -71,6 +71,18 @@ pub struct BulkheadOf<R>(Arc<R>);
 /// The pipeline's adaptive limiter, reached as [`BulkheadOf`] reaches the bulkhead.
 pub struct LimiterOf<R>(Arc<R>);
 
+impl<R> std::fmt::Debug for BulkheadOf<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BulkheadOf").finish_non_exhaustive()
+    }
+}
+
+impl<R> std::fmt::Debug for LimiterOf<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimiterOf").finish_non_exhaustive()
+    }
+}
+
 impl<R> Clone for BulkheadOf<R> {
     fn clone(&self) -> Self {
         BulkheadOf(Arc::clone(&self.0))

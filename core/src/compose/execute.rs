@@ -6,6 +6,13 @@
 //! sleep). The tokio, embassy and async-std adapters are that `Timer` plus conveniences, so
 //! every adapter has the same semantics by construction.
 //!
+//! The loop is one future with a name, [`Drive`], over an [`Engine`]: the parts it steps
+//! through and how it keeps an admitted attempt. [`execute`] lends it the caller's parts
+//! ([`Borrowed`]), `Resilience::execute` a `Resilience` ([`Lent`]); the tokio adapter's tower
+//! Layer gives it an engine that owns its pipeline through an `Arc` and keeps the attempt
+//! detached from it ([`Detach`](crate::permit::Detach)), so that a `Service::Future` can be
+//! the loop itself, with no box.
+//!
 //! Cancellation safety: dropping the returned future at any await point drops the live
 //! attempt, whose permits give back what they hold (bulkhead slot, in-flight count, half-open
 //! probe) and record no outcome.

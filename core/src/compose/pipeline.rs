@@ -29,6 +29,7 @@
 //! attempt.settle(&Verdict::Success, &mut env);
 //! ```
 
+use core::fmt;
 use core::time::Duration;
 
 use crate::observe::{Event, Observer};
@@ -485,6 +486,17 @@ pub struct DetachedAttempt<T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detac
     rate_limit: Rl::Detached,
     admitted_at: Instant,
     deadline: Option<Deadline>,
+}
+
+impl<T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> fmt::Debug
+    for DetachedAttempt<T, B, L, H, Rl>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DetachedAttempt")
+            .field("admitted_at", &self.admitted_at)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> DetachedAttempt<T, B, L, H, Rl> {

@@ -139,3 +139,31 @@ fn an_attempt_races_the_tighter_of_its_timeout_and_the_calls_deadline() {
     let attempt = call.admit(&mut env).unwrap();
     assert_eq!(attempt.deadline(), Some(near));
 }
+
+#[test]
+fn a_call_kept_apart_from_its_pipeline_counts_and_resolves_as_a_call_does() {
+    let pipeline = Pipeline::new().retry(Retry::unbudgeted(
+        RetryConfig::new(3, Backoff::NONE).unwrap(),
+    ));
+    let mut rng = SeededRandom::new(8);
+    let mut env = Env::new(START, &mut rng);
+    let options = CallOptions::default()
+        .timeout(Duration::from_secs(2))
+        .idempotent(true);
+    let mut call = pipeline.begin(START, options);
+    assert_eq!(call.attempts(), 0);
+    assert_eq!(
+        call.options(),
+        CallOptions::default()
+            .deadline(Deadline::after(START, Duration::from_secs(2)))
+            .idempotent(true),
+        "the timeout resolved into the deadline, once"
+    );
+    for n in 1..=2 {
+        let attempt = pipeline.admit_next(&mut call, &mut env).unwrap();
+        assert_eq!(call.attempts(), n);
+        let next = pipeline.settle_attempt(&mut call, attempt, &Verdict::Transient, &mut env);
+        assert!(matches!(next, Next::RetryAt(_)), "{next:?}");
+    }
+    assert_eq!(call.attempts(), 2);
+}

@@ -121,9 +121,44 @@ enum Phase {
     Done,
 }
 
+impl<E: Engine, G: Gate, Op: Operation> core::fmt::Debug for Drive<E, G, Op> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Drive")
+            .field("phase", &self.phase)
+            .field("attempts", &self.call.as_ref().map(CallState::attempts))
+            .finish_non_exhaustive()
+    }
+}
+
 impl<E: Engine, G: Gate, Op: Operation> Drive<E, G, Op> {
     /// The loop over `engine`'s parts, each attempt held at `gate` and made by `operation`.
     /// Nothing happens until it is first polled: the call starts then.
+    ///
+    /// ```
+    /// use core::future::{ready, Future, Ready};
+    /// use resilix::call::CallOptions;
+    /// use resilix::classify::ResultClassifier;
+    /// use resilix::execute::{Borrowed, Drive, Timer};
+    /// use resilix::pipeline::Pipeline;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::time::{Clock, Instant, ManualClock};
+    ///
+    /// struct Still(ManualClock);
+    /// impl Timer for Still {
+    ///     type Sleep<'a> = Ready<()>;
+    ///     fn now(&self) -> Instant { self.0.now() }
+    ///     fn sleep_until(&self, _at: Instant) -> Ready<()> { ready(()) }
+    /// }
+    ///
+    /// let (pipeline, timer) = (Pipeline::new(), Still(ManualClock::new(Instant::ZERO)));
+    /// let mut rng = SeededRandom::new(1);
+    /// let classifier = ResultClassifier::new();
+    /// let engine = Borrowed::new(&pipeline, &timer, &mut rng, &(), &classifier);
+    /// let drive = Drive::new(engine, (), CallOptions::default(), || ready(Ok::<u8, ()>(4)));
+    /// let mut drive = core::pin::pin!(drive);
+    /// let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+    /// assert_eq!(drive.as_mut().poll(&mut cx), core::task::Poll::Ready(Ok(Ok(4))));
+    /// ```
     pub fn new(engine: E, gate: G, options: CallOptions, operation: Op) -> Self {
         Drive {
             engine,

@@ -108,6 +108,14 @@ impl<'a, P: ?Sized, Tm: ?Sized, R: ?Sized, O: ?Sized, C: ?Sized> Borrowed<'a, P,
     }
 }
 
+impl<P: ?Sized, Tm: ?Sized, R: ?Sized, O: ?Sized, C: ?Sized> core::fmt::Debug
+    for Borrowed<'_, P, Tm, R, O, C>
+{
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Borrowed").finish_non_exhaustive()
+    }
+}
+
 /// The attempt an engine over `P` admits, borrowing the pipeline for `'a`.
 type AttemptOf<'a, P> = Attempt<
     'a,
@@ -208,6 +216,14 @@ where
 pub struct Lent<'a, P, Tm, S, O, C> {
     resilience: &'a Resilience<P, Tm, S, O, C>,
     rng: Option<SeededRandom>,
+}
+
+impl<P, Tm, S, O, C> core::fmt::Debug for Lent<'_, P, Tm, S, O, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Lent")
+            .field("seeded", &self.rng.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a, P, Tm, S, O, C> Lent<'a, P, Tm, S, O, C> {
