@@ -187,7 +187,7 @@ impl<T> ExecuteError<T> {
     }
 
     /// What a fallback answering in place of this error reports
-    /// ([`Event::FallbackServed`]).
+    /// ([`Event::FallbackServed`](crate::observe::Event::FallbackServed)).
     pub fn degradation(&self) -> Degradation {
         match self {
             ExecuteError::Refused { rejection, .. } => Degradation::Refused(*rejection),
