@@ -282,11 +282,6 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
         &self.classifier
     }
 
-    /// The seed source.
-    pub fn seeds_ref(&self) -> &S {
-        &self.seeds
-    }
-
     /// The timer calls are timed and sleep on (deadlines in [`CallOptions`] are instants on
     /// its clock).
     pub fn timer(&self) -> &Tm {

@@ -19,7 +19,7 @@ use crate::retry::RetryPolicy;
 use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
-use crate::resilience::{LazyRng, Resilience, SeedSource};
+use crate::resilience::{Resilience, SeedSource};
 
 use super::Timer;
 
@@ -211,7 +211,8 @@ where
 }
 
 /// The [`Engine`] of a [`Resilience`] lent for the call: its pipeline, timer, observer and
-/// classifier, and a generator of the call's own, seeded on its first draw ([`LazyRng`]):
+/// classifier, and a generator of the call's own, seeded on its first draw
+/// ([`LazyRng`](crate::resilience::LazyRng)):
 /// what [`Resilience::execute`] drives.
 pub struct Lent<'a, P, Tm, S, O, C> {
     resilience: &'a Resilience<P, Tm, S, O, C>,
@@ -298,7 +299,7 @@ where
         now: Instant,
     ) -> Next {
         let resilience = self.resilience;
-        let mut rng = LazyRng::new(resilience.seeds_ref(), &mut self.rng);
+        let mut rng = resilience.lazy_rng(&mut self.rng);
         let mut env = Env {
             now,
             rng: &mut rng,
