@@ -8,7 +8,8 @@
 //!
 //! The loop is one future with a name, [`Drive`], over an [`Engine`]: the parts it steps
 //! through and how it keeps an admitted attempt. [`execute`] lends it the caller's parts
-//! ([`Borrowed`]), `Resilience::execute` a `Resilience` ([`Lent`]); the tokio adapter's tower
+//! ([`Borrowed`]), `Resilience::execute` a `Resilience`
+//! ([`Lent`](crate::resilience::Lent)); the tokio adapter's tower
 //! Layer gives it an engine that owns its pipeline through an `Arc` and keeps the attempt
 //! detached from it ([`Detach`](crate::permit::Detach)), so that a `Service::Future` can be
 //! the loop itself, with no box.
@@ -69,10 +70,10 @@ use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
 mod drive;
-mod engine;
+pub(crate) mod engine;
 
 pub use drive::{Drive, Operation};
-pub use engine::{Borrowed, Engine, Lent};
+pub use engine::{Borrowed, Engine};
 
 /// What a runtime lends the retry loop: its clock and its sleep.
 ///

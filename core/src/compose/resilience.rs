@@ -39,7 +39,7 @@ use core::time::Duration;
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
 use crate::error::Error;
-use crate::execute::{Drive, ExecuteError, Gate, Lent, Timer, execute, execute_gated};
+use crate::execute::{Drive, ExecuteError, Gate, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
 use crate::pipeline::AsPipeline;
@@ -49,6 +49,10 @@ use crate::rejection::Rejection;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
 use crate::waiters::{WaitGate, WaitTimer, Waitable};
+
+mod lent;
+
+pub use lent::Lent;
 
 /// Where each call's generator gets its seed.
 pub trait SeedSource {

@@ -3,7 +3,8 @@
 //!
 //! The loop is one state machine for every driver; an engine is what differs. [`Borrowed`]
 //! borrows each part from its caller ([`execute`](super::execute)): it keeps the call's
-//! attempt as the pipeline's [`Attempt`], borrowing the pipeline. A future that owns its
+//! attempt as the pipeline's [`Attempt`], borrowing the pipeline. (`Resilience::execute`'s,
+//! `resilience::Lent`, lives with `Resilience`.) A future that owns its
 //! pipeline (the tower Layer's, through an `Arc`) cannot keep a borrow of what it owns, so its
 //! engine keeps the attempt detached ([`DetachedAttempt`](crate::pipeline::DetachedAttempt))
 //! and attaches it again to settle or cancel it.
@@ -14,12 +15,10 @@ use crate::call::{CallOptions, CallState, Next, Stop};
 use crate::observe::Observer;
 use crate::permit::Env;
 use crate::pipeline::{AsPipeline, Attempt};
-use crate::random::{Random, SeededRandom};
+use crate::random::Random;
 use crate::retry::RetryPolicy;
 use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
-
-use crate::resilience::{Resilience, SeedSource};
 
 use super::Timer;
 
@@ -117,7 +116,7 @@ impl<P: ?Sized, Tm: ?Sized, R: ?Sized, O: ?Sized, C: ?Sized> core::fmt::Debug
 }
 
 /// The attempt an engine over `P` admits, borrowing the pipeline for `'a`.
-type AttemptOf<'a, P> = Attempt<
+pub(crate) type AttemptOf<'a, P> = Attempt<
     'a,
     <P as AsPipeline>::Throttler,
     <P as AsPipeline>::Breaker,
@@ -207,122 +206,5 @@ where
     #[inline]
     fn classifier(&self) -> &C {
         self.classifier
-    }
-}
-
-/// The [`Engine`] of a [`Resilience`] lent for the call: its pipeline, timer, observer and
-/// classifier, and a generator of the call's own, seeded on its first draw
-/// ([`LazyRng`](crate::resilience::LazyRng)):
-/// what [`Resilience::execute`] drives.
-pub struct Lent<'a, P, Tm, S, O, C> {
-    resilience: &'a Resilience<P, Tm, S, O, C>,
-    rng: Option<SeededRandom>,
-}
-
-impl<P, Tm, S, O, C> core::fmt::Debug for Lent<'_, P, Tm, S, O, C> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Lent")
-            .field("seeded", &self.rng.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a, P, Tm, S, O, C> Lent<'a, P, Tm, S, O, C> {
-    /// The engine over `resilience`'s parts.
-    pub fn new(resilience: &'a Resilience<P, Tm, S, O, C>) -> Self {
-        Lent {
-            resilience,
-            rng: None,
-        }
-    }
-}
-
-impl<'a, P, Tm, S, O, C> Engine for Lent<'a, P, Tm, S, O, C>
-where
-    P: AsPipeline,
-    Tm: Timer,
-    S: SeedSource,
-    O: Observer,
-{
-    type RetryState = <P::Retry as RetryPolicy>::State;
-    type Held = AttemptOf<'a, P>;
-    type Sleep = Tm::Sleep<'a>;
-    type Observer = O;
-    type Classifier = C;
-
-    #[inline]
-    fn now(&self) -> Instant {
-        self.resilience.timer().now()
-    }
-
-    #[inline]
-    fn sleep_until(&self, at: Instant) -> Tm::Sleep<'a> {
-        let resilience: &'a Resilience<P, Tm, S, O, C> = self.resilience;
-        resilience.timer().sleep_until(at)
-    }
-
-    #[inline]
-    fn begin(&mut self, now: Instant, options: CallOptions) -> CallState<Self::RetryState> {
-        self.resilience.pipeline().as_pipeline().begin(now, options)
-    }
-
-    #[inline]
-    fn admit(
-        &mut self,
-        call: &mut CallState<Self::RetryState>,
-        now: Instant,
-    ) -> Result<AttemptOf<'a, P>, Stop> {
-        let resilience: &'a Resilience<P, Tm, S, O, C> = self.resilience;
-        let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
-        resilience
-            .pipeline()
-            .as_pipeline()
-            .admit_next(call, &mut env)
-    }
-
-    #[inline]
-    fn deadline(held: &AttemptOf<'a, P>) -> Option<Deadline> {
-        held.deadline()
-    }
-
-    #[inline]
-    fn settle(
-        &mut self,
-        call: &mut CallState<Self::RetryState>,
-        held: AttemptOf<'a, P>,
-        verdict: &Verdict,
-        now: Instant,
-    ) -> Next {
-        let resilience = self.resilience;
-        let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
-        resilience
-            .pipeline()
-            .as_pipeline()
-            .settle_attempt(call, held, verdict, &mut env)
-    }
-
-    #[inline]
-    fn cancel(&mut self, held: AttemptOf<'a, P>) {
-        drop(held);
-    }
-
-    #[inline]
-    fn observer(&self) -> &O {
-        self.resilience.observer_ref()
-    }
-
-    #[inline]
-    fn classifier(&self) -> &C {
-        self.resilience.classifier_ref()
     }
 }
