@@ -11,7 +11,7 @@ use std::sync::Arc;
 use resilix::call::{CallOptions, CallState, Next, Stop};
 use resilix::execute::{Engine, Timer};
 use resilix::observe::Observer;
-use resilix::permit::{Detach, Env};
+use resilix::permit::Detach;
 use resilix::pipeline::{AsPipeline, Attempt, DetachedAttempt};
 use resilix::random::SeededRandom;
 use resilix::retry::RetryPolicy;
@@ -94,16 +94,9 @@ where
     ) -> Result<Detached<P>, Stop> {
         let resilience = &*self.resilience;
         let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
-        resilience
-            .pipeline()
-            .as_pipeline()
-            .admit_next(call, &mut env)
-            .map(Attempt::detach)
+        let mut env = resilience.env(now, &mut rng);
+        let pipeline = resilience.pipeline().as_pipeline();
+        pipeline.admit_next(call, &mut env).map(Attempt::detach)
     }
 
     #[inline]
@@ -120,15 +113,10 @@ where
         now: Instant,
     ) -> Next {
         let resilience = &*self.resilience;
-        let pipeline = resilience.pipeline().as_pipeline();
-        let attempt = pipeline.attach(held);
         let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
-        pipeline.settle_attempt(call, attempt, verdict, &mut env)
+        let mut env = resilience.env(now, &mut rng);
+        let pipeline = resilience.pipeline().as_pipeline();
+        pipeline.settle_attempt(call, pipeline.attach(held), verdict, &mut env)
     }
 
     #[inline]

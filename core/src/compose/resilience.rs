@@ -42,6 +42,7 @@ use crate::error::Error;
 use crate::execute::{Drive, ExecuteError, Gate, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
+use crate::permit::Env;
 use crate::pipeline::AsPipeline;
 use crate::random::{Random, SeededRandom};
 use crate::rate_wait::{Peek, RateGate};
@@ -360,6 +361,44 @@ impl<P, Tm, S, O, C> Resilience<P, Tm, S, O, C> {
         S: SeedSource,
     {
         LazyRng::new(&self.seeds, slot)
+    }
+
+    /// The environment of one step of a call at `now` (an admission, a settle): `rng` and
+    /// this `Resilience`'s observer. What an engine over a `Resilience` hands the pipeline,
+    /// whether it borrows the `Resilience` ([`Lent`]) or owns it through an `Arc` (the tokio
+    /// Layer's).
+    ///
+    /// ```
+    /// use resilix::call::{CallOptions, Next};
+    /// use resilix::pipeline::{AsPipeline, Pipeline};
+    /// use resilix::resilience::{FixedSeeds, Resilience};
+    /// # use resilix::execute::Timer;
+    /// # use resilix::time::Instant;
+    /// # struct Still;
+    /// # impl Timer for Still {
+    /// #     type Sleep<'a> = core::future::Ready<()>;
+    /// #     fn now(&self) -> Instant { Instant::ZERO }
+    /// #     fn sleep_until(&self, _: Instant) -> Self::Sleep<'_> { core::future::ready(()) }
+    /// # }
+    /// use resilix::Verdict;
+    ///
+    /// let resilience = Resilience::with_parts(Pipeline::new(), Still, FixedSeeds::new(1));
+    /// let (now, mut slot) = (Instant::from_secs(1), None);
+    /// let mut rng = resilience.lazy_rng(&mut slot);
+    /// let pipeline = resilience.pipeline().as_pipeline();
+    /// let mut call = pipeline.begin(now, CallOptions::default());
+    /// let mut env = resilience.env(now, &mut rng);
+    /// let attempt = pipeline.admit_next(&mut call, &mut env).unwrap();
+    /// let next = pipeline.settle_attempt(&mut call, attempt, &Verdict::Success, &mut env);
+    /// assert_eq!(next, Next::Done);
+    /// ```
+    #[inline]
+    pub fn env<'e, R: ?Sized>(&'e self, now: Instant, rng: &'e mut R) -> Env<'e, R, O> {
+        Env {
+            now,
+            rng,
+            observer: &self.observer,
+        }
     }
 }
 

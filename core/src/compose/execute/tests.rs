@@ -184,15 +184,20 @@ fn the_clock_is_read_again_only_after_the_gate_waited() {
     }
 }
 
-/// A pipeline whose every attempt has a deadline, so each is raced against a timeout.
-fn timed() -> crate::pipeline::Pipeline {
-    crate::pipeline::Pipeline::new().attempt_timeout(core::time::Duration::from_secs(1))
-}
+/// What the loop answers for a `Result<u32, ()>` operation.
+type Looped = Result<Result<u32, ()>, ExecuteError<Result<u32, ()>>>;
 
-#[test]
-fn no_timeout_is_made_for_work_ready_at_once() {
-    let pipeline = timed();
-    let timer = Counted::new(true);
+/// Runs `work` through a pipeline whose every attempt has a deadline (so each is raced against
+/// a timeout whose sleeps all fire at once, or never), polling up to `polls` times; with the
+/// timeouts the loop made.
+fn timed<F: Future<Output = Result<u32, ()>>>(
+    fires: bool,
+    polls: u32,
+    work: impl FnMut() -> F,
+) -> (Option<Looped>, u32) {
+    let pipeline =
+        crate::pipeline::Pipeline::new().attempt_timeout(core::time::Duration::from_secs(1));
+    let timer = Counted::new(fires);
     let mut rng = crate::random::SeededRandom::new(2);
     let classifier = crate::classify::ResultClassifier::new();
     let fut = execute(
@@ -202,29 +207,23 @@ fn no_timeout_is_made_for_work_ready_at_once() {
         &(),
         CallOptions::default(),
         &classifier,
-        || ready(Ok::<u32, ()>(1)),
+        work,
     );
-    assert_eq!(poll_up_to(fut, 1), Some(Ok(Ok(1))));
-    assert_eq!(timer.sleeps.get(), 0);
+    (poll_up_to(fut, polls), timer.sleeps.get())
+}
+
+#[test]
+fn no_timeout_is_made_for_work_ready_at_once() {
+    let (out, sleeps) = timed(true, 1, || ready(Ok::<u32, ()>(1)));
+    assert_eq!(out, Some(Ok(Ok(1))));
+    assert_eq!(sleeps, 0);
 }
 
 #[test]
 fn pending_work_loses_to_a_ready_timeout_on_the_same_poll() {
-    let pipeline = timed();
-    let timer = Counted::new(true);
-    let mut rng = crate::random::SeededRandom::new(3);
-    let classifier = crate::classify::ResultClassifier::new();
     let polls = Cell::new(0);
-    let fut = execute(
-        &pipeline,
-        &timer,
-        &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || pending_times(5, Ok::<u32, ()>(2), &polls),
-    );
-    let out = poll_up_to(fut, 1).expect("the timeout answers on the first poll");
+    let (out, sleeps) = timed(true, 1, || pending_times(5, Ok::<u32, ()>(2), &polls));
+    let out = out.expect("the timeout answers on the first poll");
     assert!(
         matches!(
             out,
@@ -236,27 +235,15 @@ fn pending_work_loses_to_a_ready_timeout_on_the_same_poll() {
         ),
         "{out:?}"
     );
-    assert_eq!((timer.sleeps.get(), polls.get()), (1, 1));
+    assert_eq!((sleeps, polls.get()), (1, 1));
 }
 
 #[test]
 fn an_answer_comes_through_a_timeout_that_never_fires_made_once() {
-    let pipeline = timed();
-    let timer = Counted::new(false);
-    let mut rng = crate::random::SeededRandom::new(4);
-    let classifier = crate::classify::ResultClassifier::new();
     let polls = Cell::new(0);
-    let fut = execute(
-        &pipeline,
-        &timer,
-        &mut rng,
-        &(),
-        CallOptions::default(),
-        &classifier,
-        || pending_times(2, Ok::<u32, ()>(3), &polls),
-    );
-    assert_eq!(poll_up_to(fut, 5), Some(Ok(Ok(3))));
-    assert_eq!((timer.sleeps.get(), polls.get()), (1, 3));
+    let (out, sleeps) = timed(false, 5, || pending_times(2, Ok::<u32, ()>(3), &polls));
+    assert_eq!(out, Some(Ok(Ok(3))));
+    assert_eq!((sleeps, polls.get()), (1, 3));
 }
 
 /// An attempt's future that checks, as it drops, that its bulkhead slot is still held.

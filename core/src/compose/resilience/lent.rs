@@ -4,7 +4,6 @@ use crate::call::{CallOptions, CallState, Next, Stop};
 use crate::execute::engine::AttemptOf;
 use crate::execute::{Engine, Timer};
 use crate::observe::Observer;
-use crate::permit::Env;
 use crate::pipeline::AsPipeline;
 use crate::random::SeededRandom;
 use crate::retry::RetryPolicy;
@@ -77,11 +76,7 @@ where
     ) -> Result<AttemptOf<'a, P>, Stop> {
         let resilience: &'a Resilience<P, Tm, S, O, C> = self.resilience;
         let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
+        let mut env = resilience.env(now, &mut rng);
         resilience
             .pipeline()
             .as_pipeline()
@@ -103,15 +98,9 @@ where
     ) -> Next {
         let resilience = self.resilience;
         let mut rng = resilience.lazy_rng(&mut self.rng);
-        let mut env = Env {
-            now,
-            rng: &mut rng,
-            observer: resilience.observer_ref(),
-        };
-        resilience
-            .pipeline()
-            .as_pipeline()
-            .settle_attempt(call, held, verdict, &mut env)
+        let mut env = resilience.env(now, &mut rng);
+        let pipeline = resilience.pipeline().as_pipeline();
+        pipeline.settle_attempt(call, held, verdict, &mut env)
     }
 
     #[inline]
