@@ -8,7 +8,7 @@ use resilix::random::{Random, SeededRandom};
 use resilix::resilience::{FixedSeeds, SeedSource};
 
 thread_local! {
-    // Seeded on a thread's first call, never at program start-up (DESIGN.md §3): a process
+    // Seeded on a thread's first call, never at program start-up (docs/design/contracts.md §3): a process
     // that never calls pays nothing, and a Workers-style host without entropy at init is fine.
     static THREAD_RNG: RefCell<Option<SeededRandom>> = const { RefCell::new(None) };
 }

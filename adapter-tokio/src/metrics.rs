@@ -1,11 +1,11 @@
 //! Counters, gauges and the duration histogram in `metrics` (feature `metrics`).
 //!
 //! Every label value is a stable code from the core, so a dashboard written today keeps
-//! working: rejection reasons are [`RejectReason::code`](resilix::RejectReason::code) (spec §7),
+//! working: rejection reasons are [`RejectReason::code`](resilix::RejectReason::code) (docs/design/spec.md §7),
 //! verdicts [`VerdictKind::as_str`](resilix::VerdictKind::as_str), give-up reasons
 //! [`GiveUpReason::as_str`]. Nothing an event carries is dropped on the way to a label: a retry
 //! budget's refusal (`budget-exceeded`) and a call out of attempts (`attempts-exhausted`) are
-//! two series, not one (spec §7: "collapsing those makes a retry budget impossible to debug").
+//! two series, not one (docs/design/spec.md §7: "collapsing those makes a retry budget impossible to debug").
 //!
 //! | metric | kind | labels | when |
 //! |---|---|---|---|

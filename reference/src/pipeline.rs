@@ -1,7 +1,7 @@
 //! The full pipeline's twin: a real [`Pipeline`] over real policies beside their composed
 //! reference models.
 //!
-//! The pipeline adds one thing to its policies: how they compose (spec §7). An arrival asks
+//! The pipeline adds one thing to its policies: how they compose (docs/design/spec.md §7). An arrival asks
 //! each policy in order — throttler → breaker → limiter → bulkhead → rate limit — and the
 //! first refusal decides: its
 //! reason and retry-at are the pipeline's, the policies after it are never asked, and the

@@ -27,7 +27,7 @@ EXPERIMENTS (default: all)
   brooker-clients
             Brooker 2022: the same traffic over 10, 100, 1,000 clients (bucket, breaker)
   quota     gRPC A6 and AWS SDK retry token counts
-  e2e       spec §10/§9 end to end (shared budget, histogram hygiene, ...)
+  e2e       docs/design/spec.md §10/§9 end to end (shared budget, histogram hygiene, ...)
   little    Little's Law with a rate limiter vs a bulkhead
   long-timeline
             a week of diurnal traffic (quiet nights, bursts, an outage) through every

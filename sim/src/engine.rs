@@ -5,7 +5,7 @@
 //!   serial clients keep one call in flight and start the next at `max(now, last start +
 //!   Exp(1/rate))` (Brooker 2022's `SerialClient`); periodic clients start one call every
 //!   `1/rate` exactly, all in phase from instant zero, so N of them offer N calls per tick (the
-//!   setup of spec §9's inner-shedding measurement).
+//!   setup of docs/design/spec.md §9's inner-shedding measurement).
 //! * Calls start until `duration`; then arrivals stop and the engine drains: in-flight
 //!   attempts and their retries finish.
 //! * Each attempt is admitted through the pipeline, travels one network delay, is served by
@@ -207,7 +207,7 @@ impl<'a, S: Stack, U: Upstream> Engine<'a, S, U> {
     }
 
     /// Every call gets an overall deadline this long after it starts.
-    #[allow(dead_code)] // for the deadline experiments (spec §3.3) once they are written
+    #[allow(dead_code)] // for the deadline experiments (docs/design/spec.md §3.3) once they are written
     pub fn call_deadline(mut self, d: Duration) -> Self {
         self.deadline = Some(d);
         self

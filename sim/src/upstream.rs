@@ -102,7 +102,7 @@ impl Upstream for Capacity {
 
 /// Always answers, after a service time that is `base` until `from` and `base · factor` after
 /// (exponentially distributed around it when `exp` is set): a degradation in which
-/// time-in-system multiplies while the arrival rate does not (Little's Law, spec §6).
+/// time-in-system multiplies while the arrival rate does not (Little's Law, docs/design/spec.md §6).
 #[derive(Clone, Copy, Debug)]
 pub struct Degrading {
     pub base: Duration,

@@ -59,15 +59,15 @@ pub struct OpenBackoff {
 ///
 /// | field | default | source |
 /// |---|---|---|
-/// | `failure_rate_above_percent` | `Some(50)`: open when more than half failed | the essay ("a failure rate above half"), Hystrix `errorThresholdPercentage` 50; resilience4j 50 (but at-or-above), Polly 10 |
-/// | `minimum_calls` | 20 | the essay ("at least twenty requests in the window"), Hystrix `requestVolumeThreshold` 20; resilience4j and Polly use 100 |
+/// | `failure_rate_above_percent` | `Some(50)`: open when more than half failed | the essay (docs/design/essay.md) ("a failure rate above half"), Hystrix `errorThresholdPercentage` 50; resilience4j 50 (but at-or-above), Polly 10 |
+/// | `minimum_calls` | 20 | the essay (docs/design/essay.md) ("at least twenty requests in the window"), Hystrix `requestVolumeThreshold` 20; resilience4j and Polly use 100 |
 /// | window | 10 s in 10 buckets (the breaker's constructor) | Hystrix rolling statistics; resilience4j counts the last 100 calls |
 /// | `slow_calls` | off | resilience4j's slow-call rate, off unless asked for |
 /// | `consecutive_failures` | off | Finagle and Envoy use 5 when they count consecutive failures |
 /// | `open_wait` | 5 s | Hystrix `sleepWindow` and Polly `BreakDuration` (resilience4j and failsafe-go wait 60 s) |
 /// | `open_backoff` | off | resilience4j keeps a fixed wait unless told otherwise |
 /// | `open_jitter_percent` | 10: each wait is shortened by up to 10 % at random | ours: enough to spread a fleet's probes, small enough not to matter to one client |
-/// | `half_open_probes` | 1 | the essay ("a single trial request"), Hystrix, Polly; resilience4j admits 10 |
+/// | `half_open_probes` | 1 | the essay (docs/design/essay.md) ("a single trial request"), Hystrix, Polly; resilience4j admits 10 |
 /// | `probes_to_close` | all of `half_open_probes` | resilience4j and failsafe-go's default success threshold |
 /// | `max_half_open_wait` | `Some(60 s)`: a probe unsettled after a minute counts as failed | ours, after resilience4j's `maxWaitDurationInHalfOpenState`, whose default (0 = wait forever) is the hung-probe bug of issue 13; 60 s is nginx's default `proxy_read_timeout` and AWS ALB's default idle timeout, so a probe still running then would have been cut off by the proxy in front of most upstreams |
 ///

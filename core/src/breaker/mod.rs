@@ -12,14 +12,14 @@
 //!   any state ──reset─────▶ Closed (window, streaks and probes forgotten)
 //! ```
 //!
-//! **Accounting** follows the verdict (DESIGN.md §6): `Overload`, `Transient` and `Timeout` are
+//! **Accounting** follows the verdict (docs/design/contracts.md §6): `Overload`, `Transient` and `Timeout` are
 //! failures; `Success` and `Answered` are successes; `Rejected` and dropped permits (cancelled
 //! calls) count for nothing. A call is also *slow* when [`SlowCalls`] is configured and it
 //! settled at least `slower_than` after admission.
 //!
 //! **Thresholds**: the circuit opens when, with at least `minimum_calls` in the window, the
 //! failure rate (or the slow-call rate) is strictly above its threshold; or, optionally, after
-//! a run of consecutive failures. The defaults are the essay's "at least twenty requests in the
+//! a run of consecutive failures. The defaults are the essay's (docs/design/essay.md) "at least twenty requests in the
 //! window and a failure rate above half" over Hystrix's 10-second window ([`Config`] lists
 //! every default and its source). The window is time-based ([`TimeBuckets`], the default) or
 //! the last N calls ([`CallRing`]).

@@ -3,7 +3,7 @@
 //!
 //! Both are approximate only under concurrency, and only in the ways written on each type; a
 //! breaker's trip decision reads them, and an error of one call in a rate over twenty is
-//! within what a statistical threshold can mean (DESIGN.md §4).
+//! within what a statistical threshold can mean (docs/design/contracts.md §4).
 
 use core::time::Duration;
 

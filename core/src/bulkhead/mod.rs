@@ -1,5 +1,5 @@
 //! The bulkhead: a hard cap on calls in flight to one dependency, so a slow dependency cannot
-//! take every worker, connection or task with it (the essay: "one flooded compartment does not
+//! take every worker, connection or task with it (the essay (docs/design/essay.md): "one flooded compartment does not
 //! sink the vessel").
 //!
 //! The cap is exact under any concurrency: admission is a compare-and-swap on one 32-bit
@@ -100,7 +100,7 @@
 //! **FIFO by default, LIFO as an option.** Under a short burst FIFO is fair. Under sustained
 //! overload the oldest waiter is the one whose caller has most likely given up, so serving it
 //! first spends the freed slot on an answer nobody waits for; LIFO serves the newest, which
-//! still has a chance (Facebook's adaptive LIFO, quoted in the essay).
+//! still has a chance (Facebook's adaptive LIFO, quoted in the essay (docs/design/essay.md)).
 //!
 //! A synchronous waiter, on the manual timeline, following the protocol (the queue is a
 //! `RefCell` here because the example is single-threaded; an adapter uses a mutex or a

@@ -6,7 +6,7 @@
 //! is [`Verdict::Uncertain`] (500, 502, other 5xx) or [`Verdict::Timeout`] (504). A timeout
 //! is retried only for a call declared idempotent
 //! ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent)). An `Uncertain`
-//! failure is, by default, retried for any call, as spec v0.4 §3.2 retries every transient
+//! failure is, by default, retried for any call, as docs/design/spec.md §3.2 retries every transient
 //! failure: **a POST answered 500 or 502 is sent again and may run twice** (two orders, two
 //! charges), unless it carries an idempotency key the server deduplicates on, which makes the
 //! retry safe. One setting retries those only for idempotent calls:

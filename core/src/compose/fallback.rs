@@ -4,7 +4,7 @@
 //! A [`Fallback`] is a static value, the last known good answer kept in a [`KnownGood`] store,
 //! or both. An adapter supplies the store's storage (a `Mutex` on std, a critical section on
 //! firmware); the logic of when to remember and when to serve is [`Fallback::resolve`]. Every
-//! degradation is reported, so it shows in logs and metrics (the essay: degradation has to be
+//! degradation is reported, so it shows in logs and metrics (the essay (docs/design/essay.md): degradation has to be
 //! visible).
 //!
 //! ```

@@ -1,4 +1,4 @@
-//! Composition: the policies put in the one order of spec §7 ([`pipeline`]), the retry loop as
+//! Composition: the policies put in the one order of docs/design/spec.md §7 ([`pipeline`]), the retry loop as
 //! a state machine ([`call`]) and as an async loop over any timer ([`execute`]), the front end
 //! every adapter aliases ([`resilience`]) and its flat error ([`error`]), bounded waiting for a
 //! slot ([`waiters`]) or a rate-limit cell ([`rate_wait`]), fallbacks ([`fallback`]) and

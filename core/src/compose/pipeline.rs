@@ -1,4 +1,4 @@
-//! The pipeline: every policy in the one order of spec §7, composed statically.
+//! The pipeline: every policy in the one order of docs/design/spec.md §7, composed statically.
 //!
 //! ```text
 //! retry → throttler → breaker → limiter → bulkhead → rate limit → timeout → call

@@ -43,7 +43,7 @@ pub enum GiveUpReason {
 
 impl GiveUpReason {
     /// The refusal this give-up amounts to, if it is one: a retry the budget refused is the
-    /// sixth way to be refused (`budget-exceeded`, spec §7). Every other reason is the call's
+    /// sixth way to be refused (`budget-exceeded`, docs/design/spec.md §7). Every other reason is the call's
     /// own outcome, not a refusal.
     ///
     /// ```

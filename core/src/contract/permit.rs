@@ -86,7 +86,7 @@ impl<'e, R: Random + ?Sized, O: Observer + ?Sized> Env<'e, R, O> {
 /// A policy that decides, before each call, whether to send it.
 ///
 /// Implementations take `&self` and are `Sync`: one instance serves every task, thread and
-/// interrupt handler (DESIGN.md §4). `admit` must be cheap when it refuses: rejection is the
+/// interrupt handler (docs/design/contracts.md §4). `admit` must be cheap when it refuses: rejection is the
 /// load-shedding fast path.
 pub trait Policy {
     /// What an admitted call holds until it settles or is dropped.

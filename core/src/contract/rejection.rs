@@ -1,4 +1,4 @@
-//! The six ways a call can be refused before it reaches the upstream (spec §7).
+//! The six ways a call can be refused before it reaches the upstream (docs/design/spec.md §7).
 //!
 //! Every refusal names the policy that refused and why, so a caller can match on it, log it and
 //! know the typical fix. Rejections are never read as upstream distress: a refused call was
@@ -50,7 +50,7 @@ impl RejectReason {
         RejectReason::BudgetExceeded,
     ];
 
-    /// The stable reason code of spec §7, for logs, metric labels and HTTP headers.
+    /// The stable reason code of docs/design/spec.md §7, for logs, metric labels and HTTP headers.
     pub const fn code(self) -> &'static str {
         match self {
             RejectReason::CircuitOpen => "circuit-open",

@@ -1,7 +1,7 @@
 //! What one attempt's outcome means, for every policy at once.
 //!
 //! A classifier turns a call's result into a [`Verdict`]; each policy then reads the verdict
-//! its own way (DESIGN.md §6):
+//! its own way (docs/design/contracts.md §6):
 //!
 //! | verdict | breaker | throttler | retry | budget | limiter |
 //! |---|---|---|---|---|---|
@@ -13,10 +13,10 @@
 //! | `Timeout` | failure | not accept | only if idempotent | spends on retry | drop signal |
 //! | `Rejected` | invisible | invisible | never retried | — | invisible |
 //!
-//! `Uncertain` is ours, the seventh, beside DESIGN.md §6's six: a failure after which the
+//! `Uncertain` is ours, the seventh, beside docs/design/contracts.md §6's six: a failure after which the
 //! upstream may have acted on the request (an HTTP 500 or 502). `Transient` promises the
 //! opposite — a failure that did not act, which a retry cannot make worse. Every statistic
-//! reads `Uncertain` as `Transient`, and so, by default, does retry (spec v0.4 §3.2:
+//! reads `Uncertain` as `Transient`, and so, by default, does retry (docs/design/spec.md §3.2:
 //! transient failures are retried): **a POST answered 500 is sent again, and may run twice.**
 //! That is safe when the request carries an idempotency key the server deduplicates on. The
 //! one setting that stops it is
@@ -61,7 +61,7 @@ pub enum Verdict {
     /// A failure after which the upstream may have acted on the request (a 500, a 502): it
     /// failed, but perhaps after doing the work. Counted as a failure like [`Transient`]
     /// (breaker failure, throttler not accept, no limiter signal) and, by default, retried
-    /// like it for any call (spec v0.4 §3.2), so a POST may run twice; under
+    /// like it for any call (docs/design/spec.md §3.2), so a POST may run twice; under
     /// [`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly) it is
     /// retried only when the caller declared the operation idempotent, like [`Timeout`].
     ///

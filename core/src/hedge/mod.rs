@@ -28,7 +28,7 @@
 //! * **The shared budget.** Every hedge is also charged to the *same* [`RetryBudget`] object
 //!   as the retries (a `&TokenBucket` or `&RatioBudget` given to both), as a retry after a
 //!   `Timeout` (gRPC charges hedges to the retry throttle): retries and hedges together stay
-//!   within the process's bound (spec §4). The local cap is asked first; if the budget then
+//!   within the process's bound (docs/design/spec.md §4). The local cap is asked first; if the budget then
 //!   refuses, the local hedge is given back.
 //! * **A refused hedge cancels nothing.** Refusal only means no copy: the original (and any
 //!   copy already sent) runs on, and the call sends no further copies (failsafe-go #141:

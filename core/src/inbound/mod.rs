@@ -2,7 +2,7 @@
 //! turns LIFO and drops by CoDel once it stands, and deadlines that travel with requests.
 //!
 //! Everything else in resilix protects a caller from its upstreams; this protects a server
-//! from its callers (the essay: "choose which requests to shed … cheaply at the edge with a
+//! from its callers (the essay (docs/design/essay.md): "choose which requests to shed … cheaply at the edge with a
 //! 503 and a Retry-After, ideally by priority"). One decision per arriving request,
 //! [`Inbound::admit`]`(now, priority, deadline)`:
 //!

@@ -1,5 +1,5 @@
 //! The adaptive concurrency limiter: infers how many calls may be in flight to an upstream
-//! from the latency it observes, instead of a constant someone chose once (the essay's lesson
+//! from the latency it observes, instead of a constant someone chose once (the essay's (docs/design/essay.md) lesson
 //! from Hystrix's fixed thread pools).
 //!
 //! * Admission is exact: the in-flight count is a compare-and-swap counter, and a call is

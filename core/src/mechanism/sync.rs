@@ -6,7 +6,7 @@
 //! Only 32-bit (and smaller) atomics are re-exported for policy state: Cortex-M3/M4 and
 //! RISC-V 32 update a `u32` natively, while a `u64` there is portable-atomic's lock-based
 //! fallback, which an interrupt that preempted the lock holder could spin on forever
-//! (DESIGN.md §4). Time is therefore stored as 32-bit tick words (see `time::ticks`).
+//! (docs/design/contracts.md §4). Time is therefore stored as 32-bit tick words (see `time::ticks`).
 
 #[cfg(loom)]
 #[allow(unused_imports)]

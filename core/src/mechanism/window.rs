@@ -15,7 +15,7 @@
 //! add's read of the counter and its `fetch_add`). Only at a bucket boundary can a few be
 //! lost, and only while a claim runs (see [Claiming a bucket](#claiming-a-bucket)). A reader
 //! concurrent with a writer may see a counter of a bucket before its companion (calls before
-//! failures). Statistical windows may be approximate (DESIGN.md §4); nothing that must be
+//! failures). Statistical windows may be approximate (docs/design/contracts.md §4); nothing that must be
 //! exact lives here. Single-threaded, the window is exact.
 //!
 //! Period numbers are stored in 31-bit words, each beside its own [`Era`] (see `time::era`),

@@ -1,6 +1,6 @@
 //! Timeout advice: the attempt timeout the latency an upstream has shown suggests.
 //!
-//! The essay's rule: "a timeout at the 99th percentile plus a margin cuts off the
+//! The essay's (docs/design/essay.md) rule: "a timeout at the 99th percentile plus a margin cuts off the
 //! pathological tail without failing the merely slow. Setting it at the mean fails a fifth of
 //! good requests; setting it at ten times the p99 means it never fires and you have written a
 //! comment rather than a control." [`TimeoutAdvice::suggest`] reads that number off the
@@ -11,7 +11,7 @@
 //! Attempts that timed out are in the histogram at about the timeout itself (the duration is
 //! cut there). So when more than `1 − quantile` of the attempts time out, the quantile *is*
 //! the timeout and the advice lands above it: [`TimeoutFit::Binding`], the timeout is cutting
-//! more than the tail. During an incident that is the upstream getting slower, and the essay's
+//! more than the tail. During an incident that is the upstream getting slower, and the essay's (docs/design/essay.md)
 //! warning applies: raising the timeout then makes things worse. Read the advice over a calm
 //! period (sample, then [`DurationHistogram::reset`], per period, for a recent window).
 //!
@@ -67,7 +67,7 @@ impl fmt::Display for AdviceError {
 
 impl core::error::Error for AdviceError {}
 
-/// What a configured timeout is, against the advice (the essay's three cases).
+/// What a configured timeout is, against the advice (the essay's (docs/design/essay.md) three cases).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum TimeoutFit {
@@ -80,13 +80,13 @@ pub enum TimeoutFit {
     Comment,
 }
 
-/// A timeout more than this many times the advice is a comment. Ours: the essay names ten
+/// A timeout more than this many times the advice is a comment. Ours: the essay (docs/design/essay.md) names ten
 /// times the p99; the advice already holds a 25 % margin, so four times it is five times the
 /// p99, halfway there on a log scale.
 pub const COMMENT_FACTOR: u32 = 4;
 
 impl TimeoutAdvice {
-    /// The p99 plus 25 %, once 100 attempts are in the histogram. The quantile is the essay's;
+    /// The p99 plus 25 %, once 100 attempts are in the histogram. The quantile is the essay's (docs/design/essay.md);
     /// the margin is ours: four times the default histogram's 6.25 % readout error, so the
     /// advice is never below the true p99 plus a sixth; 100 samples is the fewest for which
     /// the nearest rank of 0.99 is not the maximum.
@@ -140,7 +140,7 @@ impl TimeoutAdvice {
         ))
     }
 
-    /// Which of the essay's three a `configured` timeout is, against `suggested` (from
+    /// Which of the essay's (docs/design/essay.md) three a `configured` timeout is, against `suggested` (from
     /// [`Self::suggest`]).
     pub fn assess(&self, configured: Duration, suggested: Duration) -> TimeoutFit {
         if configured < suggested {

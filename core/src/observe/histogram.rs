@@ -2,7 +2,7 @@
 //!
 //! It is an [`Observer`]: put it in a pipeline's observer slot and it records the duration of
 //! every settled call ([`Event::Executed`]) and nothing else, so shed requests never reach it
-//! (spec §8: "the latency of load shedding a request should be extremely low compared with
+//! (docs/design/spec.md §8: "the latency of load shedding a request should be extremely low compared with
 //! other requests", and would drag every percentile down).
 //!
 //! # Layout and error
@@ -29,7 +29,7 @@
 //!
 //! # Concurrency and the 32-bit rule
 //!
-//! Every word is an `AtomicU32` (DESIGN.md §4: no 64-bit atomics on 32-bit MCUs). A bucket
+//! Every word is an `AtomicU32` (docs/design/contracts.md §4: no 64-bit atomics on 32-bit MCUs). A bucket
 //! count saturates at `u32::MAX` instead of wrapping; [`count`](DurationHistogram::count) is
 //! the sum of the buckets, in a `u64`. The minimum and maximum are kept as order-preserving
 //! 32-bit codes (the same log-linear layout with 26 sub-bucket bits), so they are exact below

@@ -1,7 +1,7 @@
 //! Observation without pollution: typed events to an observer you supply.
 //!
 //! Refusals reach only [`Event::Rejected`]; only settled calls reach [`Event::Executed`] and so
-//! the duration histogram (spec §8: shed requests never pollute latency metrics). Policies
+//! the duration histogram (docs/design/spec.md §8: shed requests never pollute latency metrics). Policies
 //! report their own state changes ([`Event::CircuitTransition`], [`Event::LimitChanged`]) and
 //! the retry driver reports its decisions. The no-op observer is `()`.
 //!

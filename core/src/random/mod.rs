@@ -1,6 +1,6 @@
 //! Randomness as an argument: no policy owns or hides a generator.
 //!
-//! Full jitter and SRE throttling are irreducibly random (spec §2): a deterministic backoff makes
+//! Full jitter and SRE throttling are irreducibly random (docs/design/spec.md §2): a deterministic backoff makes
 //! a fleet retry in step, and deterministic shedding makes every client drop the same calls. So
 //! randomness is injected exactly as time is. Policies take any [`Random`]; the core ships
 //! [`SeededRandom`] so tests, the simulator and firmware without a hardware RNG are reproducible

@@ -12,7 +12,7 @@
 //! It bounds how often calls *start*, not how many are in flight. By Little's Law the number
 //! in flight is L = λW: hold the arrival rate λ fixed, let the time in system W triple during
 //! a degradation, and concurrency triples with it, against the same rate limit. If concurrency
-//! is what you care about, reach for a bulkhead or the adaptive limiter (spec §6). The rate
+//! is what you care about, reach for a bulkhead or the adaptive limiter (docs/design/spec.md §6). The rate
 //! limiter is for quotas you know in advance: per tenant, per contract, an upstream's
 //! published limit. It is proactive, and failsafe-go's own guidance is to prefer reactive
 //! limiters for overload protection.

@@ -1,5 +1,5 @@
 //! How long to wait before the next attempt: the four formulas of AWS's "Exponential Backoff
-//! And Jitter" (spec §3.1), plus no wait at all.
+//! And Jitter" (docs/design/spec.md §3.1), plus no wait at all.
 //!
 //! ```text
 //! none          sleep = 0
@@ -35,7 +35,7 @@ pub enum Strategy {
     /// Capped exponential growth with no jitter: clients that failed together retry together.
     Exponential,
     /// A uniform draw below the exponential ceiling. The default: least work on the upstream
-    /// (AWS measured it, spec §3.1).
+    /// (AWS measured it, docs/design/spec.md §3.1).
     FullJitter,
     /// Half the ceiling plus a uniform draw over the other half. AWS: "the loser" — slightly
     /// more work and much more time than full jitter. Shipped for comparison.

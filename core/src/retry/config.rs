@@ -51,7 +51,7 @@ pub struct RetryConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum UncertainRetry {
-    /// Retried for any call, like `Transient` (the default): the behaviour spec v0.4 §3.2
+    /// Retried for any call, like `Transient` (the default): the behaviour docs/design/spec.md §3.2
     /// prescribes for transient failures, which a 5xx was before `Uncertain` split from it,
     /// and what most HTTP clients' retry layers do for a 500/502 when told to retry it.
     #[default]
@@ -85,9 +85,9 @@ impl UncertainRetry {
 
 impl RetryConfig {
     /// Three attempts counting the first (Google SRE: "a per-request retry budget of up to
-    /// three attempts"), with [`Backoff::DEFAULT`] (full jitter, spec §3.1) and
+    /// three attempts"), with [`Backoff::DEFAULT`] (full jitter, docs/design/spec.md §3.1) and
     /// [`DEFAULT_MAX_RETRY_AFTER`](Self::DEFAULT_MAX_RETRY_AFTER), and
-    /// [`UncertainRetry::Always`] (spec v0.4 §3.2: transient failures are retried; a POST
+    /// [`UncertainRetry::Always`] (docs/design/spec.md §3.2: transient failures are retried; a POST
     /// answered 500 is sent again).
     pub const DEFAULT: RetryConfig = RetryConfig {
         max_attempts: 3,

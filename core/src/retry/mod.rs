@@ -2,7 +2,7 @@
 //!
 //! Retry is the outermost slot of a [`Pipeline`](crate::pipeline::Pipeline) and each attempt
 //! re-enters the whole stack, so the breaker, limiter and rate limiter are consulted again.
-//! What may be retried follows the verdict (spec §3.2): `Answered` and `Rejected` never,
+//! What may be retried follows the verdict (docs/design/spec.md §3.2): `Answered` and `Rejected` never,
 //! `Overload` and `Transient` yes, `Timeout` only when the caller declared the operation
 //! idempotent. `Uncertain` (an HTTP 500 or 502: the upstream may have acted on the request)
 //! is retried like `Transient` by default, so **a POST answered 500 may run twice**;
@@ -11,7 +11,7 @@
 //! safe. Every give-up carries a [`GiveUpReason`], and "failed and not retried" is never
 //! collapsed into "would have retried but the budget said no".
 //!
-//! * [`Backoff`] and [`Strategy`]: the delay formulas of spec §3.1 (full jitter by default).
+//! * [`Backoff`] and [`Strategy`]: the delay formulas of docs/design/spec.md §3.1 (full jitter by default).
 //! * [`RetryConfig`]: max attempts (3, Google SRE), the backoff, the Retry-After cap, and
 //!   [`UncertainRetry`].
 //! * [`Retry`]: the policy — verdict rule, backoff, Retry-After, deadline, budget.
@@ -81,7 +81,7 @@ pub trait RetryPolicy {
     ) -> RetryDecision;
 }
 
-/// The verdict rule of spec §3.2 under the default [`UncertainRetry::Always`]: `Ok(())` when
+/// The verdict rule of docs/design/spec.md §3.2 under the default [`UncertainRetry::Always`]: `Ok(())` when
 /// the verdict may be retried at all, `Err(Done)` for an answer, `Err(GiveUp)` for a failure
 /// that must not be. [`retryable_with`] takes the setting.
 ///
@@ -104,7 +104,7 @@ pub const fn retryable(verdict: &Verdict, idempotent: bool) -> Result<(), RetryD
     retryable_with(verdict, idempotent, UncertainRetry::Always)
 }
 
-/// The verdict rule of spec §3.2 with `uncertain` deciding an
+/// The verdict rule of docs/design/spec.md §3.2 with `uncertain` deciding an
 /// [`Uncertain`](Verdict::Uncertain) failure ([`RetryConfig::uncertain_retry`]); the rest as
 /// [`retryable`].
 ///
@@ -132,7 +132,7 @@ pub const fn retryable_with(
         Verdict::Overload { .. } | Verdict::Transient => Ok(()),
         // A timed-out attempt may still be running upstream: a retry may do the work twice.
         Verdict::Timeout if idempotent => Ok(()),
-        // The upstream may have done the work too, but spec §3.2 retries a 5xx unless the
+        // The upstream may have done the work too, but docs/design/spec.md §3.2 retries a 5xx unless the
         // caller asked for RFC 9110 §9.2.2's caution.
         Verdict::Uncertain if uncertain.permits(idempotent) => Ok(()),
         Verdict::Timeout | Verdict::Uncertain | Verdict::Rejected(_) => Err(RetryDecision::GiveUp(

@@ -34,7 +34,7 @@
 //! parser saturates absurd values (a Unix timestamp sent as delay-seconds) rather than
 //! dropping them, so they land here too, never in our own much shorter backoff.
 //!
-//! **Retry-After beyond the deadline** (spec §9): give up at once with its own reason rather
+//! **Retry-After beyond the deadline** (docs/design/spec.md §9): give up at once with its own reason rather
 //! than ignore it and retry sooner. The upstream said it cannot serve us before then;
 //! retrying earlier spends its capacity exactly when it asked us not to, and waiting past the
 //! deadline produces an answer nobody is waiting for. Failing now also hands the caller its
@@ -46,7 +46,7 @@
 //! ([`CallOptions::idempotent`](crate::call::CallOptions::idempotent)); we never assume it.
 //!
 //! **Uncertain failures** (HTTP 500, 502: the server failed, perhaps after acting). By
-//! default they are retried for any call, as spec v0.4 §3.2 retries transient failures: a
+//! default they are retried for any call, as docs/design/spec.md §3.2 retries transient failures: a
 //! POST answered 500 is sent again and may run twice, which is safe when it carries an
 //! idempotency key the server deduplicates on. With
 //! [`RetryConfig::with_uncertain_retry`]`(`[`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly)`)`
@@ -344,7 +344,7 @@ mod tests {
             idempotent: true,
             ..post
         };
-        // Default (spec §3.2): a POST answered 500 is retried after its backoff.
+        // Default (docs/design/spec.md §3.2): a POST answered 500 is retried after its backoff.
         let r = Retry::unbudgeted(exp(3));
         for o in [post, put] {
             let mut s = r.begin(Instant::ZERO);

@@ -53,7 +53,7 @@ pub struct ThrottlerConfig {
     /// nanosecond), so the counts cover between `BUCKETS − 1` and `BUCKETS` bucket lengths.
     /// Must be at least `BUCKETS × 8 ns` (the shortest bucket), so that it is never lengthened.
     pub window: Duration,
-    /// Below this many requests in the window nothing is shed (spec §9's low-traffic hole:
+    /// Below this many requests in the window nothing is shed (docs/design/spec.md §9's low-traffic hole:
     /// two minutes at 8 requests a minute is 16 samples). Default 10 (ours): a client that
     /// sends fewer than ten requests in two minutes is no load worth shedding, and three
     /// failures in a row must not cut it to a quarter of its traffic. 0 is the SRE book's

@@ -54,7 +54,7 @@ fn is_idle<const B: usize>(t: &Throttler<B>, now: Instant) -> bool {
 ///   throttler in front of all of them would. A failing unplaced host makes the other unplaced
 ///   hosts shed too (never a placed one); size `N` for the hosts called within one window.
 ///
-/// **Concurrency.** Each entry is a [`Throttler`], statistical where a throttler is (DESIGN.md
+/// **Concurrency.** Each entry is a [`Throttler`], statistical where a throttler is (docs/design/contracts.md
 /// §4); the table's placement and eviction are exact: an entry is judged idle only while
 /// nobody can pin it, so a live entry is never evicted (`keyed_throttler_stress` checks it
 /// under many threads).

@@ -21,7 +21,7 @@
 //!   while the upstream answered everything it received.
 //! * The throttler's **own** refusals: the SRE book counts them as requests, failsafe-go does
 //!   not. [`LocalRejections`] chooses; SRE's is the default. Below is why it matters.
-//! * **Low traffic** (spec §9): below [`ThrottlerConfig::min_requests`] requests in the window
+//! * **Low traffic** (docs/design/spec.md §9): below [`ThrottlerConfig::min_requests`] requests in the window
 //!   (default 10, ours) nothing is shed; a client that sporadic cannot overload anyone and its
 //!   few samples say little.
 //!
@@ -65,7 +65,7 @@
 //! Nothing is subtracted from a stored total, so nothing drifts: under contention a call that
 //! crosses a bucket boundary is counted once, in its own period or the one next to it, and a
 //! reader concurrent with a settle may see the request before its accept (statistical, as
-//! DESIGN.md §4 allows). Single-threaded the counts are exact.
+//! docs/design/contracts.md §4 allows). Single-threaded the counts are exact.
 //!
 //! Time going backwards by less than the window counts and reads as at the latest time seen;
 //! by more, the window restarts empty. A jump forward of a window or more empties it. Neither

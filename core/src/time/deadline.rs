@@ -10,7 +10,7 @@ use super::Instant;
 /// driver's.
 ///
 /// A deadline travels with a request, so each hop passes on the time *remaining* instead of
-/// starting a fresh timeout (the essay: four hops of 2 s each can spend 8 s serving a client
+/// starting a fresh timeout (the essay (docs/design/essay.md): four hops of 2 s each can spend 8 s serving a client
 /// that left after 3). Retry counts its delays against it; the pipeline's timeout slot races
 /// each attempt against the tighter of the attempt timeout and the deadline.
 ///

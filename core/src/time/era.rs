@@ -2,7 +2,7 @@
 //! number) tells "long ago" from "just now" after an idle gap of any length.
 //!
 //! A policy keeps its instants in 32-bit words so that every target updates them with one
-//! native atomic (DESIGN.md §4). A word that holds a count modulo 2^bits cannot, by itself,
+//! native atomic (docs/design/contracts.md §4). A word that holds a count modulo 2^bits cannot, by itself,
 //! tell a value written a moment ago from one written exactly one circle (2^bits counts) ago:
 //! after an idle gap of a circle a policy would read a stale open wait, a drained bucket or an
 //! old window bucket as current. So every stored count has a companion [`Era`]: the count's

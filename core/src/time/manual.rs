@@ -7,7 +7,7 @@ use super::{Clock, Instant, duration_as_nanos_saturating};
 /// It is `Sync`: many threads may read and advance one shared clock. It stores a `u64`, so on
 /// 32-bit targets without 64-bit atomics it uses portable-atomic's lock-based fallback; it is
 /// a test clock, not one to read from an interrupt handler. (The policies themselves never
-/// store a `u64`; see `DESIGN.md` §4.)
+/// store a `u64`; see docs/design/contracts.md §4.)
 ///
 /// ```
 /// use core::time::Duration;

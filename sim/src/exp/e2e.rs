@@ -1,7 +1,7 @@
-//! Experiment 6: spec §10 and §9 end to end, through whole pipelines.
+//! Experiment 6: docs/design/spec.md §10 and §9 end to end, through whole pipelines.
 //!
 //! * E1: one shared retry budget caps three pipelines.
-//! * E2: the inner-shedding regression of spec §9: a throttler outside a bulkhead of 5, 20
+//! * E2: the inner-shedding regression of docs/design/spec.md §9: a throttler outside a bulkhead of 5, 20
 //!   calls offered per tick, must not read the bulkhead's shedding as upstream distress; a
 //!   failing upstream behind the same bulkhead must still be throttled. The published bug is
 //!   re-created outside the core ([`CountAtAdmit`]) to show the setup catches it.
@@ -58,7 +58,7 @@ pub fn run(ctx: &Ctx) -> Section {
         "Spec §10 and §9 end to end",
         "Whole pipelines of real policies in the engine. E1: three independent pipelines (each \
          `Retry`, 3 attempts) sharing one `RatioBudget` (10% of first attempts per 10 s) \
-         against an upstream that fails everything. E2 (spec §9): one `Throttler` (defaults) \
+         against an upstream that fails everything. E2 (docs/design/spec.md §9): one `Throttler` (defaults) \
          outside one `Bulkhead` of 5, 20 periodic clients offering one call each per 40 ms tick \
          for 3,000 ticks (60,000 calls, one 2-minute throttler window), an upstream that takes \
          200 ms (5 ticks) and answers every call it receives; then the same with an upstream \
@@ -619,7 +619,7 @@ fn six_reasons(ctx: &Ctx, s: &mut Section) {
             texts.len(),
             budget_row.intended_caller
         ),
-        "six distinguishable (spec §7, §10)".into(),
+        "six distinguishable (docs/design/spec.md §7, §10)".into(),
         "6, both > 0".into(),
         reasons.len() == 6 && texts.len() == 6 && budget_row.intended_caller > 0 && exhausted > 0,
     ));

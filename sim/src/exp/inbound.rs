@@ -513,7 +513,7 @@ pub fn run(ctx: &Ctx) -> Section {
         "I4",
         "3× overload: the unbounded FIFO collapses",
         fmt_num(f3.goodput),
-        "≤ 0.10 (the essay: a queue without bound serves clients that have left)".into(),
+        "≤ 0.10 (the essay (docs/design/essay.md): a queue without bound serves clients that have left)".into(),
         "≤ 0.10".into(),
         f3.goodput <= 0.10,
     ));

@@ -1,4 +1,4 @@
-//! Experiment 7: Little's Law (spec §6): a rate limiter does not bound concurrency.
+//! Experiment 7: Little's Law (docs/design/spec.md §6): a rate limiter does not bound concurrency.
 //!
 //! Open-loop arrivals at a fixed rate λ pass a real `RateLimiter` to an upstream whose time in
 //! system W triples halfway through (`upstream::Degrading`). The rate limiter keeps admitting

@@ -123,7 +123,7 @@ pub fn runners() -> Vec<(&'static str, Run)> {
         rng: &mut SeededRandom,
         decided: &mut dyn FnMut(&Call, Decision),
     ) -> Result<Report, Mismatch> {
-        // Throttler → breaker → limiter → bulkhead → rate limit (spec §7), each at its
+        // Throttler → breaker → limiter → bulkhead → rate limit (docs/design/spec.md §7), each at its
         // default but the bulkhead's cap and the rate, beside the composition of their models.
         let breaker_config = BreakerConfig::DEFAULT;
         let limiter_config = LimiterConfig::gradient2();

@@ -224,7 +224,7 @@ pub fn run(ctx: &Ctx) -> Section {
         },
     );
 
-    // Sweep of failure rates (spec §10).
+    // Sweep of failure rates (docs/design/spec.md §10).
     let fs: Vec<f64> = if ctx.quick {
         vec![0.3, 0.7, 0.9]
     } else {

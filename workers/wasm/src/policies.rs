@@ -33,7 +33,7 @@ pub type LiveAttempt = Attempt<'static, (), &'static Breaker, (), (), &'static R
 /// The breaker of set 0: open when more than half of at least 10 calls in the last 10 s
 /// failed, or after 5 failures in a row (Finagle's and Envoy's count); stay open 1 s (ours:
 /// short, so the run sees it probe; Hystrix's 5 s default suits a real upstream), then admit
-/// one probe (the essay's "single trial request").
+/// one probe (the essay's (docs/design/essay.md) "single trial request").
 const UPSTREAM_BREAKER: BreakerConfig = BreakerConfig {
     minimum_calls: 10,
     consecutive_failures: Some(5),
@@ -57,7 +57,7 @@ pub const UPSTREAM_BUDGET: TokenBucketConfig = TokenBucketConfig {
     charge: Charge::GrantedRetry,
 };
 
-/// Three attempts (Google SRE), full jitter from 100 ms capped at 2 s (spec §3.1), and a
+/// Three attempts (Google SRE), full jitter from 100 ms capped at 2 s (docs/design/spec.md §3.1), and a
 /// Retry-After obeyed up to 30 s (ours: longer than any wait worth holding a request for).
 const UPSTREAM_RETRY: RetryConfig = match RetryConfig::new(
     3,

@@ -352,7 +352,7 @@ fn shed_calls_through_a_pipeline_never_reach_the_histogram() {
     use crate::permit::Env;
     use crate::time::Instant;
     // The pipeline reports only settled calls; the histogram, as its observer, sees exactly
-    // those (spec §8.2). An empty pipeline never sheds, so this pins the executed half.
+    // those (docs/design/spec.md §8.2). An empty pipeline never sheds, so this pins the executed half.
     let pipeline = crate::pipeline::Pipeline::new();
     let h = DurationHistogram::new();
     let mut rng = SeededRandom::new(5);

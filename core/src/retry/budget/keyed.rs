@@ -1,5 +1,5 @@
 //! Retry budgets per key (a tenant, a route, an upstream host) under the shared one: the
-//! answer to spec §9's open question, "a single hostile key could consume all of it".
+//! answer to docs/design/spec.md §9's open question, "a single hostile key could consume all of it".
 //!
 //! # The answer
 //!
@@ -126,7 +126,7 @@ use crate::verdict::VerdictKind;
 ///   Ours to pick it equal: then the per-key allowances partition the shared one by traffic
 ///   (see the [module docs](self)), so no key spends more than its own share.
 /// * `min_retries_per_window` 1: ours. A quiet key can still retry once per window (the
-///   low-traffic hole of spec §4), and it is below the shared floor of 3, so one key alone
+///   low-traffic hole of docs/design/spec.md §4), and it is below the shared floor of 3, so one key alone
 ///   cannot take all of a quiet process's floor retries.
 /// * `window` 10 s: the shared default's (after Finagle's 10 s). It is also how long a key
 ///   stays placed after its last first attempt or retry before its entry can be reused.

@@ -10,7 +10,7 @@
 //!
 //! * [`RatioBudget`]: Google SRE's per-client budget, retries at most 10% of requests over a
 //!   sliding window, with a floor of retries per window so a quiet service can still retry
-//!   (failsafe-go's `minConcurrency` idea, spec §4). It bounds load: amplification ≤ 1.1×.
+//!   (failsafe-go's `minConcurrency` idea, docs/design/spec.md §4). It bounds load: amplification ≤ 1.1×.
 //! * [`TokenBucket`]: Brooker's adaptive retries, gRPC A6 retry throttling and the AWS SDK
 //!   retry quota. Successes deposit, retries (or failures) withdraw, and below a threshold
 //!   retries stop. It favours availability: a full bucket lets a burst of retries through.
@@ -25,7 +25,7 @@
 //! His conclusion: the choice depends on whether you are optimising for availability or for
 //! load. [`Unlimited`] is the absent budget.
 //!
-//! # Per-key budgets (spec §9)
+//! # Per-key budgets (docs/design/spec.md §9)
 //!
 //! A shared budget bounds the process, so one hostile or broken key (a tenant, an endpoint)
 //! can spend all of it and leave other keys without retries. [`KeyedBudget`] answers it: a
