@@ -147,5 +147,100 @@ fn the_deadline_keeps_the_last_error() {
         last: Attempted::TimedOut,
     }))
     .unwrap_err();
-    assert!(timeout.to_string().contains("declare the call idempotent"));
+    assert!(
+        timeout
+            .to_string()
+            .contains("declare it so if running it twice is safe")
+    );
+}
+
+/// Each timeout's advice is true in the case that prints it: "declare the call idempotent"
+/// only when that is why the timeout was not retried.
+#[test]
+fn a_timeouts_advice_fits_why_it_was_not_retried() {
+    let text = |reason: GiveUpReason| {
+        flat(Err(ExecuteError::GaveUp {
+            reason,
+            attempts: 3,
+            last: Attempted::TimedOut,
+        }))
+        .unwrap_err()
+        .to_string()
+    };
+    let not_idempotent = text(GiveUpReason::NotRetryable(VerdictKind::Timeout));
+    assert!(not_idempotent.contains("idempotent"), "{not_idempotent}");
+    for (reason, advice) in [
+        (
+            GiveUpReason::AttemptsExhausted { attempts: 3 },
+            "allow more attempts",
+        ),
+        (GiveUpReason::DeadlineWouldPass, "a later deadline"),
+        (GiveUpReason::BudgetExceeded, "retry budget refused"),
+    ] {
+        let t = text(reason);
+        assert!(t.contains(advice), "{reason:?}: {t}");
+        assert!(
+            !t.contains("idempotent"),
+            "{reason:?}: the call was retried, so idempotence is not the advice: {t}"
+        );
+    }
+}
+
+/// A call refused while the half-open probe is out is told no wait: the probe may answer in
+/// milliseconds, and a wait to the end of the half-open period (a minute by default) passed on
+/// as `Retry-After` would send the caller's own clients away for that long.
+#[test]
+fn a_refusal_during_the_half_open_probe_names_no_wait() {
+    use resilix::Verdict;
+    use resilix::breaker::{Breaker, CircuitState, Config};
+    use resilix::permit::{Env, Permit, Policy};
+    use resilix::random::SeededRandom;
+
+    let breaker = Breaker::new(Config {
+        minimum_calls: 1,
+        open_jitter_percent: 0,
+        ..Config::DEFAULT
+    })
+    .unwrap();
+    let mut rng = SeededRandom::new(1);
+    let mut env = Env::new(Instant::from_secs(1), &mut rng);
+    breaker
+        .admit(&mut env)
+        .unwrap()
+        .settle(&Verdict::Transient, &mut env);
+    assert_eq!(breaker.state(), CircuitState::Open);
+    // Open: the refusal knows when the probe goes out, and says so.
+    let open = breaker.admit(&mut env).unwrap_err();
+    let text = Error::<u16, &str>::flatten(
+        Err(ExecuteError::Refused {
+            rejection: open,
+            attempts: 0,
+            last: None,
+        }),
+        env.now,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(text.contains("admits again in 5s"), "{text}");
+    // Half-open with the probe out: refused, with no wait to honour.
+    env.now = open.retry_at().unwrap();
+    let probe = breaker.admit(&mut env).unwrap();
+    let during = breaker.admit(&mut env).unwrap_err();
+    assert_eq!(during.reason(), RejectReason::CircuitOpen);
+    let flat = Error::<u16, &str>::flatten(
+        Err(ExecuteError::Refused {
+            rejection: during,
+            attempts: 0,
+            last: None,
+        }),
+        env.now,
+    )
+    .unwrap_err();
+    assert_eq!(flat.retry_in(), None);
+    assert!(!flat.to_string().contains("admits again"), "{flat}");
+    probe.settle(&Verdict::Success, &mut env);
+    assert!(
+        breaker.admit(&mut env).is_ok(),
+        "the probe's answer closed it"
+    );
 }

@@ -114,7 +114,13 @@ fn with_a_hung_probe<'a>(
     probe
 }
 
-/// Follows retry-ats from `at` until a call is admitted, at most `hops` refusals; answers when.
+/// How long a caller refused with no retry-at (the half-open probe is out) waits before it
+/// tries again: its own backoff.
+const OWN_STEP: Duration = Duration::from_secs(10);
+
+/// Follows retry-ats from `at` until a call is admitted, at most `hops` refusals, trying again
+/// after [`OWN_STEP`] when a refusal names no retry-at (only while a probe is out); answers
+/// when.
 fn admitted_by(breaker: &Breaker, mut at: Instant, hops: u32, rng: &mut SeededRandom) -> Instant {
     for _ in 0..=hops {
         let mut env = Env::new(at, rng);
@@ -125,9 +131,10 @@ fn admitted_by(breaker: &Breaker, mut at: Instant, hops: u32, rng: &mut SeededRa
             }
             Err(r) => {
                 assert_eq!(r.reason(), RejectReason::CircuitOpen);
-                let next = r
-                    .retry_at()
-                    .unwrap_or_else(|| panic!("refused at {at:?} with no retry-at: {r}"));
+                let next = r.retry_at().unwrap_or_else(|| {
+                    assert_eq!(breaker.state(), CircuitState::HalfOpen, "at {at:?}: {r}");
+                    at + OWN_STEP
+                });
                 assert!(next > at, "retry-at {next:?} not after {at:?}");
                 at = next;
             }
@@ -150,9 +157,10 @@ fn a_hung_probe_blocks_no_call_for_ever_checked_at_8_s_60_s_1_h_and_7_days() {
         let mut rng = SeededRandom::new(check.as_secs());
         let hung = with_a_hung_probe(&breaker, &config, &mut rng);
         let at = Instant::ZERO + check;
-        let by = admitted_by(&breaker, at, 3, &mut rng);
-        // Within the default minute in half-open (from the probe at 6 s), then one open wait.
-        let bound = at.max(Instant::from_secs(66)) + config.open_wait;
+        let by = admitted_by(&breaker, at, 10, &mut rng);
+        // Within the default minute in half-open (from the probe at 6 s), the caller's own
+        // step, then one open wait.
+        let bound = at.max(Instant::from_secs(66)) + OWN_STEP + config.open_wait;
         assert!(by <= bound, "checked at {check:?}: admitted only at {by:?}");
         assert_eq!(
             breaker.state(),
@@ -171,7 +179,7 @@ fn a_hung_probe_blocks_no_call_for_ever_checked_at_8_s_60_s_1_h_and_7_days() {
 }
 
 #[test]
-fn while_the_probe_runs_refusals_carry_the_end_of_half_open_then_it_re_opens() {
+fn while_the_probe_runs_refusals_carry_no_retry_at_then_it_re_opens() {
     let config = four_failures();
     let breaker = Breaker::new(config).unwrap();
     let mut rng = SeededRandom::new(9);
@@ -179,7 +187,11 @@ fn while_the_probe_runs_refusals_carry_the_end_of_half_open_then_it_re_opens() {
     for at in [8u64, 30, 65] {
         let mut env = Env::new(Instant::from_secs(at), &mut rng);
         let r = breaker.admit(&mut env).map(|_| ()).unwrap_err();
-        assert_eq!(r.retry_at(), Some(Instant::from_secs(66)), "at {at} s");
+        assert_eq!(
+            (r.reason(), r.retry_at()),
+            (RejectReason::CircuitOpen, None),
+            "at {at} s: the probe may answer at any moment"
+        );
     }
     // At the end of half-open the circuit re-opens (the hung probe counts as failed) and the
     // call is refused until the new open wait ends.

@@ -19,7 +19,8 @@
 //!   drawn uniformly in `0..=wait × jitter%` from the caller's randomness
 //!   (`rng.below(spread + 1)`, the same draw as the real breaker's).
 //! * **Half-open** admits up to `half_open_probes` probes in the period; a cancelled (or
-//!   `Rejected`) probe frees its place. It closes once `probes_to_close` succeeded (a slow
+//!   `Rejected`) probe frees its place. A call refused while every probe is out has no
+//!   retry-at. It closes once `probes_to_close` succeeded (a slow
 //!   success is a failure), re-opens once that is impossible; and a call arriving at or after
 //!   the period's end (`max_half_open_wait` after it began) re-opens it, refused until the new
 //!   wait ends. A re-open counts one more consecutive re-open; closing forgets them, the window
@@ -455,7 +456,8 @@ impl Model {
                     };
                     Ok(ticket(self.period, true))
                 } else {
-                    Err(refused(end))
+                    // Every probe is out: no retry-at (they may answer at any moment).
+                    Err(refused(None))
                 }
             }
         }

@@ -102,8 +102,11 @@ pub(crate) const fn admission(word: Word, clock: Clock, probes: u8) -> Admission
                     transition: None,
                 }
             }
-            Clock::Until(end) => Admission::Refuse { until: Some(end) },
-            Clock::Never => Admission::Refuse { until: None },
+            // Every probe is out: when the circuit admits again depends on when they answer,
+            // which nothing here knows (the half-open period's end is only the worst case, a
+            // minute by default, while probes answer in milliseconds). No retry-at: a caller
+            // that passed the bound on as `Retry-After` would send its own clients away for it.
+            Clock::Until(_) | Clock::Never => Admission::Refuse { until: None },
         },
     }
 }
@@ -310,8 +313,8 @@ mod tests {
         );
         assert_eq!(
             admission(w, Clock::Until(77), 3),
-            Admission::Refuse { until: Some(77) },
-            "the expiry is the retry-at"
+            Admission::Refuse { until: None },
+            "the period's end is no retry-at: the probes may answer at any moment"
         );
         match admission(half_open(2, 1, 1, 0), Clock::Never, 3) {
             Admission::Probe {

@@ -31,9 +31,9 @@
 //!
 //! **Half-open** admits exactly `half_open_probes` probes under any concurrency: the probe count
 //! lives in the same 32-bit state word as the state, and a probe is taken by one
-//! compare-and-swap of that word. Everyone else is refused with `circuit-open`, with the end of
-//! the half-open period as retry-at ([`Config::max_half_open_wait`], a minute by default; no
-//! retry-at when it is `None`). It closes as soon as `probes_to_close` probes succeeded and
+//! compare-and-swap of that word. Everyone else is refused with `circuit-open` and no
+//! retry-at: the circuit admits again as soon as the probes answer, which may be in
+//! milliseconds, so no instant would be true. It closes as soon as `probes_to_close` probes succeeded and
 //! re-opens as soon as that has become impossible. A dropped probe frees its slot, so the
 //! breaker is never stuck half-open by a cancelled call (resilience4j #544/#858/#935); a probe
 //! settled with `Rejected` is treated as dropped. A probe that is never settled nor dropped

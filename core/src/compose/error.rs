@@ -243,10 +243,13 @@ impl<T, E: fmt::Display> fmt::Display for Error<T, E> {
                 f,
                 "the upstream's answer was a failure after {attempts} attempt(s) and the call was not retried ({reason}); the answer is in `Error::Failed`"
             ),
-            Error::TimedOut { reason, attempts } => write!(
-                f,
-                "the last of {attempts} attempt(s) timed out and the call was not retried ({reason}); raise the attempt timeout or the deadline if the upstream is slow but healthy, or declare the call idempotent to retry timeouts"
-            ),
+            Error::TimedOut { reason, attempts } => {
+                write!(
+                    f,
+                    "the last of {attempts} attempt(s) timed out and the call was not retried ({reason})"
+                )?;
+                f.write_str(timeout_advice(reason))
+            }
             Error::Refused {
                 rejection,
                 retry_in,
@@ -269,6 +272,27 @@ impl<T, E: fmt::Display> fmt::Display for Error<T, E> {
                 "the call's deadline passed after {attempts} attempt(s), before another could start; give the call more time or its attempts less"
             ),
         }
+    }
+}
+
+/// What to do about a call whose last attempt timed out, for the reason the retry policy gave
+/// up: each advice is true in the case that prints it (declaring a call idempotent helps only
+/// when that is why the timeout was not retried).
+fn timeout_advice(reason: &GiveUpReason) -> &'static str {
+    match reason {
+        GiveUpReason::NotRetryable(_) => {
+            "; a timeout is retried only for a call declared idempotent: declare it so if running it twice is safe, or raise the attempt timeout if the upstream is slow but healthy"
+        }
+        GiveUpReason::AttemptsExhausted { .. } => {
+            "; every allowed attempt timed out: raise the attempt timeout if the upstream is slow but healthy, or allow more attempts"
+        }
+        GiveUpReason::DeadlineWouldPass | GiveUpReason::RetryAfterBeyondDeadline => {
+            "; no time was left for another attempt: give the call a later deadline, or its attempts a shorter timeout"
+        }
+        GiveUpReason::BudgetExceeded => {
+            "; the retry budget refused another attempt, as it does when many calls fail at once: it protects the upstream, so look at the upstream's health before the budget"
+        }
+        GiveUpReason::RetryAfterTooLong => "",
     }
 }
 

@@ -254,9 +254,13 @@ fn a_half_open_period_keeps_its_end_and_the_next_one_has_the_new_bound() {
     });
     b.reconfigure(short, &mut env).unwrap();
     // The period began at 6 s for a minute: it still ends at 66 s.
-    env.now = secs(20);
+    env.now = secs(66) - Duration::from_nanos(1);
     let r = b.admit(&mut env).unwrap_err();
-    assert_eq!((b.state(), r.retry_at()), (HalfOpen, Some(secs(66))));
+    assert_eq!(
+        (b.state(), r.retry_at()),
+        (HalfOpen, None),
+        "a probe is out"
+    );
     env.now = secs(66);
     assert!(b.admit(&mut env).is_err(), "the period is over: re-opened");
     assert_eq!(b.state(), Open);
@@ -265,14 +269,19 @@ fn a_half_open_period_keeps_its_end_and_the_next_one_has_the_new_bound() {
     // The next period is bounded by 10 s. (The re-open waits 5 s from 66 s.)
     env.now = secs(71);
     let _hung_again = b.admit(&mut env).unwrap();
-    env.now = secs(80);
-    assert_eq!(b.admit(&mut env).unwrap_err().retry_at(), Some(secs(81)));
+    env.now = secs(81) - Duration::from_nanos(1);
+    assert!(b.admit(&mut env).is_err());
+    assert_eq!(b.state(), HalfOpen, "the new bound is 10 s: not over yet");
+    env.now = secs(81);
+    assert!(b.admit(&mut env).is_err());
+    assert_eq!(b.state(), Open, "the 10 s bound ran out at 81 s");
     assert_eq!(
         rig.log.transitions()[1..],
         [
             (Open, HalfOpen, TransitionCause::WaitElapsed),
             (HalfOpen, Open, TransitionCause::ProbesFailed),
-            (Open, HalfOpen, TransitionCause::WaitElapsed)
+            (Open, HalfOpen, TransitionCause::WaitElapsed),
+            (HalfOpen, Open, TransitionCause::ProbesFailed)
         ]
     );
 }
