@@ -1,6 +1,7 @@
 //! The shared behavioural suite on real `async-io` timers, under async-std and under smol.
-//! Sleeps are a few milliseconds; lower bounds are exact (timers never fire early), upper
-//! bounds allow for a loaded machine.
+//! What happens before what is ordered by signals inside the scenarios, never by sleeps;
+//! sleeps are a few milliseconds where a duration is what is checked. Lower bounds are exact
+//! (timers never fire early), upper bounds allow for a loaded machine.
 
 use std::time::Duration;
 
@@ -9,9 +10,12 @@ use resilix_testkit as kit;
 use resilix_testkit::Tolerance;
 
 const UNIT: Duration = Duration::from_millis(2);
-// Real timers on a shared 2-core machine: generous, but a lost retry delay (20 ms) or a
-// missed deadline would still exceed it relative to the exact lower bound.
-const LATE: Tolerance = Tolerance::real(Duration::from_millis(150));
+// Real timers on a machine four times oversubscribed can run a thread hundreds of
+// milliseconds late, so the upper bounds here allow a second. They still mean something: a
+// skipped retry delay or an early cut-off breaks the exact lower bound, and a call that hangs
+// or waits for the wrong thing (a deadline that never fires) breaks this one. The exact upper
+// bounds are checked on virtual time (tokio's paused clock, embassy's mock driver).
+const LATE: Tolerance = Tolerance::real(Duration::from_secs(1));
 
 macro_rules! suite {
     ($runtime:ident, $run:expr) => {

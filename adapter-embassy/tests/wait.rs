@@ -108,7 +108,6 @@ fn the_shared_queue_zone_scenario() {
     run(resilix_testkit::limiter_queue_zone(
         &resilix_embassy::EmbassyTimer,
         &limiter,
-        UNIT,
         resilix_testkit::Tolerance::EXACT,
     ));
 }

@@ -151,7 +151,7 @@ async fn the_shared_queue_zone_scenario() {
     let (config, wait) = resilix_testkit::queue_zone_limiter(15 * MS);
     let l = Limiter::with_hook(config, SlotWaiters::<8>::new(wait)).unwrap();
     let timer = resilix_tokio::TokioTimer::new();
-    resilix_testkit::limiter_queue_zone(&timer, &l, MS, resilix_testkit::Tolerance::EXACT).await;
+    resilix_testkit::limiter_queue_zone(&timer, &l, resilix_testkit::Tolerance::EXACT).await;
 }
 
 /// The limiter's waiters pass an unused wake-up on too (issue 13, point 6): limit 1, two

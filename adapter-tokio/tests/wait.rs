@@ -102,9 +102,9 @@ async fn fifo_by_default_lifo_as_an_option() {
     let timer = resilix_tokio::TokioTimer::new();
     let fifo = bulkhead(1, 8, Duration::from_secs(1), WaitOrder::Fifo);
     let lifo = bulkhead(1, 8, Duration::from_secs(1), WaitOrder::Lifo);
-    let served = resilix_testkit::served_order(&timer, &fifo, MS).await;
+    let served = resilix_testkit::served_order(&timer, &fifo).await;
     assert_eq!(served, ['h', 'a', 'b', 'c']);
-    let served = resilix_testkit::served_order(&timer, &lifo, MS).await;
+    let served = resilix_testkit::served_order(&timer, &lifo).await;
     assert_eq!(served, ['h', 'c', 'b', 'a']);
 }
 

@@ -15,6 +15,8 @@
 //!   [`assert_in_order`](recorder::Recorder::assert_in_order) and [`assert_events!`].
 //! * [`describe`]: [`Description`](describe::Description), which slots of a built pipeline
 //!   hold a policy, with which settings.
+//! * [`signal`]: events ordered by synchronisation, not by how long something takes:
+//!   [`Signal`], [`signal_when_pending`], [`cancel_when`], [`join`].
 //!
 //! # The adapter suite
 //!
@@ -32,13 +34,15 @@ pub mod clock;
 pub mod describe;
 pub mod random;
 pub mod recorder;
+pub mod signal;
 pub mod suite;
 pub mod upstream;
 
+pub use signal::{Signal, cancel_when, join, signal_when_pending};
 pub use suite::{
     Counting, CountingPermit, Counts, DetachedCounting, DropFlag, FixedRetry, GatePipeline, Log,
-    Store, Tolerance, breaker_open_half_open, budget_refusal, cancel_at, cancel_during_attempt,
+    Store, Tolerance, breaker_open_half_open, budget_refusal, cancel_during_attempt,
     cancel_during_retry_sleep, deadline_respected, fallback, handles_share_one_timeline,
-    jittered_retry_timing, join, latency, limiter_queue_zone, queue_zone_limiter, retry_timing,
+    jittered_retry_timing, latency, limiter_queue_zone, queue_zone_limiter, retry_timing,
     served_order, wake_up_passed_on,
 };

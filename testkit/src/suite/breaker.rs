@@ -11,7 +11,21 @@ use resilix::observe::Event;
 use resilix::pipeline::Pipeline;
 use resilix::random::SeededRandom;
 
-use super::{CLASSIFIER, Log, Tolerance, cancel_at, join, latency};
+use super::{CLASSIFIER, Log, Tolerance, latency};
+use crate::signal::{Signal, cancel_when, join};
+
+/// What a call's operation does.
+#[derive(Clone, Copy)]
+enum Op<'s> {
+    /// Takes one unit, then fails (`true`) or succeeds.
+    Unit(bool),
+    /// Fires `started`, then succeeds once `release` is fired: an operation that is still
+    /// running for as long as the scenario needs, however slow the machine.
+    Held {
+        started: &'s Signal,
+        release: &'s Signal,
+    },
+}
 
 fn transitions(events: &[Event]) -> Vec<(CircuitState, CircuitState)> {
     events
@@ -27,6 +41,10 @@ fn transitions(events: &[Event]) -> Vec<(CircuitState, CircuitState)> {
 /// refuses at once (the operation never runs) and says when it probes; at that instant one
 /// probe goes through while a concurrent call is refused; a probe cancelled mid-flight frees
 /// its slot (never stuck half-open); a successful probe closes it.
+///
+/// The probes are held open by signals: a cancelled probe is dropped once its operation has
+/// started, and the concurrent call is made while the probe's operation waits for a signal
+/// fired only after that call was refused.
 pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
     timer: &Tm,
     unit: Duration,
@@ -43,7 +61,10 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
     let mut rng = SeededRandom::new(6);
     let log = Log::default();
     let ran = AtomicU32::new(0);
-    let call = |fail: bool, took: Duration, rng: &mut SeededRandom| {
+    // The probes' signals, made before the calls that borrow them.
+    let (started, never) = (Signal::new(), Signal::new());
+    let (probing, release) = (Signal::new(), Signal::new());
+    let call = |op, rng: &mut SeededRandom| {
         let ran = &ran;
         let log = &log;
         let pipeline = &pipeline;
@@ -58,8 +79,17 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
                 &CLASSIFIER,
                 || async move {
                     ran.fetch_add(1, Ordering::SeqCst);
-                    latency(timer, took).await;
-                    if fail { Err("down") } else { Ok(()) }
+                    match op {
+                        Op::Unit(fail) => {
+                            latency(timer, unit).await;
+                            if fail { Err("down") } else { Ok(()) }
+                        }
+                        Op::Held { started, release } => {
+                            started.fire();
+                            release.wait().await;
+                            Ok(())
+                        }
+                    }
                 },
             )
             .await
@@ -67,7 +97,7 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
     };
 
     for _ in 0..4 {
-        assert!(call(true, unit, &mut rng).await.is_err());
+        assert!(call(Op::Unit(true), &mut rng).await.is_err());
     }
     assert_eq!(breaker.state(), CircuitState::Open);
     let opened_at = log
@@ -84,7 +114,7 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
         .expect("the opening was reported");
 
     // Open: refused at once, the operation never runs, and the refusal says when to probe.
-    let refused = call(false, unit, &mut rng).await.unwrap_err();
+    let refused = call(Op::Unit(false), &mut rng).await.unwrap_err();
     let rejection = refused.rejection().expect("refused");
     assert_eq!(rejection.reason(), RejectReason::CircuitOpen);
     assert_eq!(refused.attempts(), 0);
@@ -115,8 +145,17 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
         "slept until the probe: took {slept:?}, expected {wait:?} (+ at most {:?})",
         resolution + tol.late
     );
-    let cancelled = cancel_at(timer, call(false, 10 * unit, &mut rng), timer.now() + unit).await;
+    // The probe's operation never finishes on its own: the call is dropped once it started.
+    let probe = call(
+        Op::Held {
+            started: &started,
+            release: &never,
+        },
+        &mut rng,
+    );
+    let cancelled = cancel_when(probe, || started.is_fired()).await;
     assert!(cancelled.is_none());
+    assert_eq!(ran.load(Ordering::SeqCst), 5, "the probe was admitted");
     assert_eq!(breaker.state(), CircuitState::HalfOpen);
     assert_eq!(
         breaker.probes_in_flight(),
@@ -124,10 +163,17 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
         "a dropped probe frees its slot"
     );
 
-    // One probe at a time: a call during the probe is refused; the probe's success closes.
-    let (probe, during) = join(call(false, 5 * unit, &mut rng), async {
-        latency(timer, unit).await;
-        call(false, unit, &mut SeededRandom::new(9)).await
+    // One probe at a time: a call made while the probe's operation runs is refused (and never
+    // runs); the probe, released only then, succeeds and closes the circuit.
+    let held = Op::Held {
+        started: &probing,
+        release: &release,
+    };
+    let (probe, during) = join(call(held, &mut rng), async {
+        probing.wait().await;
+        let during = call(Op::Unit(false), &mut SeededRandom::new(9)).await;
+        release.fire();
+        during
     })
     .await;
     assert_eq!(probe, Ok(Ok(())));
@@ -135,6 +181,7 @@ pub async fn breaker_open_half_open<Tm: Timer + ?Sized>(
         during.unwrap_err().rejection().map(|r| r.reason()),
         Some(RejectReason::CircuitOpen)
     );
+    assert_eq!(ran.load(Ordering::SeqCst), 6, "the refused call never ran");
     assert_eq!(breaker.state(), CircuitState::Closed);
     assert_eq!(
         transitions(&log.events()),

@@ -6,8 +6,17 @@
 //! a `unit` the caller picks, so virtual-time runtimes can use round numbers and real timers can
 //! keep every sleep to a few milliseconds.
 //!
-//! [`Tolerance`] says how precise the runtime's time is: exact for virtual time, a bounded
-//! lateness for real timers (a real timer never fires early, so lower bounds stay exact).
+//! What happens before what is never left to how long something takes: an operation that must
+//! still be running when something else happens fires a [`Signal`](crate::Signal) once it
+//! holds its slot and waits for one the scenario fires when it has seen what it wanted; a call
+//! is cancelled once an observed state holds ([`cancel_when`](crate::cancel_when)). Durations
+//! appear only where a duration is what is checked (retry delays, deadlines, the open wait, a
+//! waiter's max wait).
+//!
+//! [`Tolerance`] says how precise the runtime's time is, for those checks: exact for virtual
+//! time, a bounded lateness for real timers. A real timer never fires early, so lower bounds
+//! stay exact on every runtime; upper bounds are exact on virtual time (tokio's paused clock,
+//! embassy's mock driver), and on real time only say that nothing waited far too long.
 //!
 //! Scenarios: [`retry_timing`], [`jittered_retry_timing`], [`deadline_respected`],
 //! [`budget_refusal`], [`breaker_open_half_open`], [`cancel_during_attempt`],
@@ -22,15 +31,10 @@ mod retry;
 mod timeline;
 mod waiting;
 
-use core::future::Future;
-use core::pin::pin;
-use core::task::Poll;
 use core::time::Duration;
-use std::future::poll_fn;
 
 use resilix::classify::ResultClassifier;
 use resilix::execute::Timer;
-use resilix::time::Instant;
 
 pub use breaker::breaker_open_half_open;
 pub use cancel::{cancel_during_attempt, cancel_during_retry_sleep};
@@ -57,7 +61,8 @@ impl Tolerance {
     };
 
     /// Real timers that may fire up to `late` after the instant asked for (summed over a
-    /// scenario).
+    /// scenario). On a shared machine a thread can be off the CPU for hundreds of
+    /// milliseconds, so a `late` that must hold under load is of the order of a second.
     pub const fn real(late: Duration) -> Tolerance {
         Tolerance { late }
     }
@@ -76,50 +81,4 @@ impl Tolerance {
 /// Sleeps `d` on `timer`: what a scenario's operation does to take time.
 pub async fn latency<Tm: Timer + ?Sized>(timer: &Tm, d: Duration) {
     timer.sleep_until(timer.now() + d).await
-}
-
-/// Polls `fut` until `at`, then drops it: a caller that gave up (a dropped future). `None` if
-/// it was cancelled.
-pub async fn cancel_at<Tm: Timer + ?Sized, F: Future>(
-    timer: &Tm,
-    fut: F,
-    at: Instant,
-) -> Option<F::Output> {
-    let mut fut = pin!(fut);
-    let mut stop = pin!(timer.sleep_until(at));
-    poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
-        }
-        if stop.as_mut().poll(cx).is_ready() {
-            return Poll::Ready(None);
-        }
-        Poll::Pending
-    })
-    .await
-}
-
-/// Runs both futures to completion, concurrently, on the caller's task.
-pub async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
-    let mut a = pin!(a);
-    let mut b = pin!(b);
-    let (mut ra, mut rb) = (None, None);
-    poll_fn(|cx| {
-        if ra.is_none()
-            && let Poll::Ready(v) = a.as_mut().poll(cx)
-        {
-            ra = Some(v);
-        }
-        if rb.is_none()
-            && let Poll::Ready(v) = b.as_mut().poll(cx)
-        {
-            rb = Some(v);
-        }
-        if ra.is_some() && rb.is_some() {
-            Poll::Ready((ra.take().unwrap(), rb.take().unwrap()))
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
 }

@@ -1,5 +1,11 @@
 //! Bounded waiting: the limiter's queue zone, the order waiters are served in, and wake-ups
 //! passed on.
+//!
+//! "B arrives while A holds the slot" is made a fact, not a bet on timing: A's operation fires
+//! a signal once it holds the slot and holds it until the scenario fires another; B starts
+//! after the first, and the scenario checks the state it expects (who is in flight, who waits)
+//! before going on. Waits that must not run out are long on real timers (the adapters pick
+//! about a second or more), so a stalled thread cannot make a waiter give up early.
 
 use core::time::Duration;
 use std::sync::Mutex;
@@ -17,7 +23,8 @@ use resilix::random::SeededRandom;
 use resilix::resilience::{FixedSeeds, Resilience};
 use resilix::waiters::{SlotWaiters, WaitTimer, WaiterLock};
 
-use super::{Tolerance, join, latency};
+use super::{Tolerance, latency};
+use crate::signal::{Signal, join, signal_when_pending};
 
 /// The limiter of [`limiter_queue_zone`]: limit 1 and queue factor 2 (one call in flight, one
 /// waiting in the zone), one rung (the shedding ladder sheds nothing, so the zone's bound is
@@ -42,15 +49,32 @@ fn refused_reason<T, E>(r: &Result<T, Error<T, E>>) -> Option<RejectReason> {
         .map(|r| r.reason())
 }
 
+/// An operation that fires `holding` once it holds its slot and finishes once `release` is
+/// fired.
+async fn hold(holding: &Signal, release: &Signal) -> Result<(), ()> {
+    holding.fire();
+    release.wait().await;
+    Ok(())
+}
+
+/// An operation that succeeds at once.
+async fn quick() -> Result<(), ()> {
+    Ok(())
+}
+
+fn opts() -> CallOptions {
+    CallOptions::default()
+}
+
 /// Waiting in the adaptive limiter's queue zone: a call beyond the limit waits for an
 /// in-flight slot (woken by the limiter's release signal) instead of being refused; a call
 /// that finds the zone full is refused on arrival; a waiter gives up after `max_wait`; every
-/// place is given back. `limiter` is built from [`queue_zone_limiter`]`(15 × unit)` with the
-/// adapter's waiter list.
+/// place is given back. `limiter` is built from [`queue_zone_limiter`]`(max_wait)` with the
+/// adapter's waiter list: 15 units on virtual time, and on real timers a wait no stall of a
+/// loaded machine outlasts (a second), since the first steps must be woken before it ends.
 pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
     timer: &Tm,
     limiter: &Limiter<SlotWaiters<N, Lk>>,
-    unit: Duration,
     tol: Tolerance,
 ) where
     Tm: WaitTimer + Clone,
@@ -58,65 +82,89 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
 {
     let pipeline = Pipeline::new().limiter(limiter);
     let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(11));
-    let work = |took: Duration| {
-        move || async move {
-            latency(timer, took).await;
-            Ok::<(), ()>(())
-        }
-    };
-    let arriving = |after: Duration, took: Duration| {
-        let r = &r;
-        async move {
-            latency(timer, after).await;
-            let out = r
-                .execute_waiting(limiter, CallOptions::default(), work(took))
-                .await;
-            (out, timer.now())
-        }
-    };
+    let max_wait = limiter.hook().config().max_wait();
+    let state = || (limiter.in_flight(), limiter.hook().waiting());
 
-    // One slot: the second call waits for the first, then runs.
-    let start = timer.now();
-    let (a, (b, _)) = join(
-        r.execute_waiting(limiter, CallOptions::default(), work(10 * unit)),
-        arriving(Duration::ZERO, 10 * unit),
+    // One slot: the second call waits for the first, and runs once the first is done.
+    let (holding, release, queued) = (Signal::new(), Signal::new(), Signal::new());
+    let ((a, b), ()) = join(
+        join(
+            r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+            async {
+                holding.wait().await;
+                let waiter = r.execute_waiting(limiter, opts(), || async {
+                    assert!(release.is_fired(), "the waiter ran after the holder");
+                    Ok::<(), ()>(())
+                });
+                signal_when_pending(&queued, waiter).await
+            },
+        ),
+        async {
+            queued.wait().await;
+            assert_eq!(
+                state(),
+                (1, 1),
+                "the second call waits instead of being refused"
+            );
+            release.fire();
+        },
     )
     .await;
     assert_eq!((a, b), (Ok(()), Ok(())));
-    tol.assert_elapsed(
-        timer.now() - start,
-        20 * unit,
-        "the waiter ran after the holder",
-    );
     assert_eq!((limiter.in_flight(), limiter.waiting()), (0, 0));
 
-    // One in flight and one waiting fill the zone: a third is refused on arrival, although
-    // the wait config would let 8 wait.
-    let start = timer.now();
-    let (a, ((b, _), (c, refused_at))) = join(
-        r.execute_waiting(limiter, CallOptions::default(), work(10 * unit)),
-        join(arriving(unit, unit), arriving(2 * unit, unit)),
+    // One in flight and one waiting fill the zone: a third is refused on arrival (its first
+    // poll: it never waited), although the wait config would let 8 wait.
+    let (holding, release, queued) = (Signal::new(), Signal::new(), Signal::new());
+    let third_waited = Signal::new();
+    let ((a, b), (c, took)) = join(
+        join(
+            r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+            async {
+                holding.wait().await;
+                signal_when_pending(&queued, r.execute_waiting(limiter, opts(), quick)).await
+            },
+        ),
+        async {
+            queued.wait().await;
+            assert_eq!(state(), (1, 1), "one in flight, one waiting");
+            let arrived = timer.now();
+            let third = r.execute_waiting(limiter, opts(), quick);
+            let c = signal_when_pending(&third_waited, third).await;
+            let took = timer.now() - arrived;
+            release.fire();
+            (c, took)
+        },
     )
     .await;
     assert_eq!((a, b), (Ok(()), Ok(())));
     assert_eq!(refused_reason(&c), Some(RejectReason::LimiterFull));
     assert!(matches!(c, Err(Error::Refused { attempts: 0, .. })));
-    tol.assert_elapsed(
-        refused_at - start,
-        2 * unit,
-        "refused on arrival, not after a wait",
+    assert!(
+        !third_waited.is_fired(),
+        "refused on arrival, not after a wait"
     );
+    tol.assert_elapsed(took, Duration::ZERO, "refused on arrival, not after a wait");
 
-    // A waiter gives up after max_wait (15 units), long before the holder finishes.
-    let start = timer.now();
-    let (a, (b, gave_up_at)) = join(
-        r.execute_waiting(limiter, CallOptions::default(), work(40 * unit)),
-        arriving(unit, unit),
+    // A waiter gives up after max_wait, while the holder still holds its slot (released only
+    // then). Exact below (a timer never fires early); above, exact on virtual time, and on
+    // real time a bound that says the waiter did not wait for the release instead.
+    let (holding, release) = (Signal::new(), Signal::new());
+    let (a, (b, waited)) = join(
+        r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+        async {
+            holding.wait().await;
+            let arrived = timer.now();
+            let b = r.execute_waiting(limiter, opts(), quick).await;
+            let waited = timer.now() - arrived;
+            release.fire();
+            (b, waited)
+        },
     )
     .await;
     assert_eq!(a, Ok(()));
     assert_eq!(refused_reason(&b), Some(RejectReason::LimiterFull));
-    tol.assert_elapsed(gave_up_at - start, 16 * unit, "gave up after max_wait");
+    tol.assert_elapsed(waited, max_wait, "gave up after max_wait");
     assert_eq!(
         (
             limiter.in_flight(),
@@ -129,13 +177,13 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
 }
 
 /// The order in which calls waiting for `bulkhead`'s one slot are served: a holder `h` first,
-/// then `a`, `b`, `c` arriving one `unit` apart while it holds the slot (FIFO serves
-/// `h a b c`, LIFO `h c b a`). `bulkhead` has one slot and room for at least 3 waiters
-/// waiting at least 20 units.
+/// then `a`, `b`, `c`, each arriving once the one before is queued, while `h` holds the slot
+/// (FIFO serves `h a b c`, LIFO `h c b a`); `h` lets go once all three wait. `bulkhead` has
+/// one slot and room for at least 3 waiters, waiting long enough that no stall outlasts it (on
+/// real timers, a second or more).
 pub async fn served_order<Tm, const N: usize, Lk>(
     timer: &Tm,
     bulkhead: &Bulkhead<SlotWaiters<N, Lk>>,
-    unit: Duration,
 ) -> Vec<char>
 where
     Tm: WaitTimer + Clone,
@@ -144,40 +192,58 @@ where
     let pipeline = Pipeline::new().bulkhead(bulkhead);
     let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(13));
     let served = Mutex::new(Vec::new());
-    let call = |name: char, after: Duration| {
-        let (r, served) = (&r, &served);
+    let (holding, release) = (Signal::new(), Signal::new());
+    let queued = [Signal::new(), Signal::new(), Signal::new()];
+    let holder = async {
+        let out = r
+            .execute_waiting(bulkhead, opts(), || {
+                served.lock().unwrap().push('h');
+                hold(&holding, &release)
+            })
+            .await;
+        assert!(out.is_ok(), "h was served");
+    };
+    // The `i`th waiter arrives once `h` holds the slot and the one before it waits, and fires
+    // `queued[i]` once it waits.
+    let waiter = |name: char, i: usize| {
+        let (r, served, queued, holding) = (&r, &served, &queued, &holding);
         async move {
-            latency(timer, after).await;
-            let out = r
-                .execute_waiting(bulkhead, CallOptions::default(), || {
-                    served.lock().unwrap().push(name);
-                    async move {
-                        latency(timer, 5 * unit).await;
-                        Ok::<(), ()>(())
-                    }
-                })
-                .await;
+            match i {
+                0 => holding.wait().await,
+                _ => queued[i - 1].wait().await,
+            }
+            assert_eq!(bulkhead.hook().waiting(), i, "{name} finds {i} waiting");
+            let call = r.execute_waiting(bulkhead, opts(), || {
+                served.lock().unwrap().push(name);
+                quick()
+            });
+            let out = signal_when_pending(&queued[i], call).await;
             assert!(out.is_ok(), "{name} was served");
         }
     };
+    let operator = async {
+        queued[2].wait().await;
+        assert_eq!(bulkhead.hook().waiting(), 3, "a, b and c wait");
+        release.fire();
+    };
     join(
-        join(call('h', Duration::ZERO), call('a', unit)),
-        join(call('b', 2 * unit), call('c', 3 * unit)),
+        join(holder, waiter('a', 0)),
+        join(join(waiter('b', 1), waiter('c', 2)), operator),
     )
     .await;
-    assert_eq!(bulkhead.held(), 0);
+    assert_eq!((bulkhead.held(), bulkhead.hook().waiting()), (0, 0));
     served.into_inner().unwrap()
 }
 
 /// A woken waiter refused by another policy passes its wake-up on (issue 13, point 6).
 ///
-/// `bulkhead` has one slot and room for at least 2 waiters waiting at least 100 units. A holds
-/// the slot for 10 units; B (at 1 unit) and C (at 2) queue; a breaker ahead of the bulkhead
-/// is forced open at 5 units, so A's release at 10 wakes B and the breaker refuses B: B's
-/// wake-up goes on to C, refused by the breaker too, at 10 units. The breaker is reset at 30;
-/// D, arriving at 40, finds the slot free and nobody queued, and is done at 42. With the
-/// wake-up lost, C would wait out its max wait behind the free slot (`bulkhead-full` at 102
-/// units), and D behind C.
+/// `bulkhead` has one slot and room for at least 2 waiters, waiting long enough that no stall
+/// outlasts it (on real timers, a second or more). A holds the slot; B, then C, queue behind
+/// it; a breaker ahead of the bulkhead is forced open, and only then does A let go: A's
+/// release wakes B and the breaker refuses B, so B's wake-up goes on to C, refused by the
+/// breaker too, at once. The breaker is reset; D finds the slot free and nobody queued, and
+/// is done 2 units after it arrived. With the wake-up lost, C would wait out its max wait
+/// behind the free slot and be refused `bulkhead-full`.
 pub async fn wake_up_passed_on<Tm, const N: usize, Lk>(
     timer: &Tm,
     bulkhead: &Bulkhead<SlotWaiters<N, Lk>>,
@@ -190,46 +256,60 @@ pub async fn wake_up_passed_on<Tm, const N: usize, Lk>(
     let breaker = Breaker::new(BreakerConfig::DEFAULT).unwrap();
     let pipeline = Pipeline::new().breaker(&breaker).bulkhead(bulkhead);
     let r = Resilience::with_parts(&pipeline, timer.clone(), FixedSeeds::new(13));
-    let start = timer.now();
-    let call = |after: u32, took: u32| {
-        let r = &r;
-        async move {
-            latency(timer, after * unit).await;
-            let out = r
-                .execute_waiting(bulkhead, CallOptions::default(), || async move {
-                    latency(timer, took * unit).await;
-                    Ok::<(), ()>(())
-                })
-                .await;
-            let reason = out.err().and_then(|e| e.rejection()).map(|r| r.reason());
-            (reason, timer.now() - start)
-        }
+    let mut rng = SeededRandom::new(5);
+    let (holding, release) = (Signal::new(), Signal::new());
+    let (b_queued, c_queued) = (Signal::new(), Signal::new());
+    let reason = |out: Result<(), Error<(), ()>>| {
+        let reason = out.err().and_then(|e| e.rejection()).map(|r| r.reason());
+        (reason, timer.now())
+    };
+    let work = || async {
+        latency(timer, unit).await;
+        Ok::<(), ()>(())
+    };
+    let a = async {
+        reason(
+            r.execute_waiting(bulkhead, opts(), || hold(&holding, &release))
+                .await,
+        )
+    };
+    let b = async {
+        holding.wait().await;
+        reason(signal_when_pending(&b_queued, r.execute_waiting(bulkhead, opts(), work)).await)
+    };
+    let c = async {
+        b_queued.wait().await;
+        reason(signal_when_pending(&c_queued, r.execute_waiting(bulkhead, opts(), work)).await)
     };
     let operator = async {
-        let mut rng = SeededRandom::new(5);
-        latency(timer, 5 * unit).await;
+        c_queued.wait().await;
         assert_eq!(bulkhead.hook().waiting(), 2, "B and C queue behind A");
         breaker.force_open(&mut Env::new(timer.now(), &mut rng));
-        latency(timer, 25 * unit).await;
-        breaker.reset(&mut Env::new(timer.now(), &mut rng));
+        let released_at = timer.now();
+        release.fire();
+        released_at
     };
-    let ((a, b), ((c, d), ())) = join(
-        join(call(0, 10), call(1, 1)),
-        join(join(call(2, 1), call(40, 2)), operator),
-    )
-    .await;
+    let ((a, b), (c, released_at)) = join(join(a, b), join(c, operator)).await;
     assert_eq!(a.0, None, "A is served");
-    tol.assert_elapsed(a.1, 10 * unit, "A");
     for (name, (reason, at)) in [("B", b), ("C", c)] {
         assert_eq!(
             reason,
             Some(RejectReason::CircuitOpen),
-            "{name}: woken at 10 units (C by B's unused wake-up) and refused by the breaker"
+            "{name}: woken by A's release (C by B's unused wake-up) and refused by the breaker"
         );
-        tol.assert_elapsed(at, 10 * unit, name);
+        tol.assert_elapsed(at - released_at, Duration::ZERO, name);
     }
-    assert_eq!(d.0, None, "D is served");
-    tol.assert_elapsed(d.1, 42 * unit, "D, admitted on arrival");
+
+    breaker.reset(&mut Env::new(timer.now(), &mut rng));
+    let arrived = timer.now();
+    let d = r
+        .execute_waiting(bulkhead, opts(), || async {
+            latency(timer, 2 * unit).await;
+            Ok::<(), ()>(())
+        })
+        .await;
+    assert_eq!(reason(d).0, None, "D is served");
+    tol.assert_elapsed(timer.now() - arrived, 2 * unit, "D, admitted on arrival");
     assert_eq!((bulkhead.held(), bulkhead.hook().waiting()), (0, 0));
     assert_eq!(bulkhead.hook().claims(), 0, "every wake-up resolved");
 }
