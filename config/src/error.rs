@@ -6,6 +6,7 @@ use core::fmt;
 use resilix::breaker;
 use resilix::bulkhead::BulkheadConfigError;
 use resilix::limiter::LimiterConfigError;
+use resilix::pipeline::AttemptTimeoutError;
 use resilix::rate_limit::RateLimitConfigError;
 use resilix::retry::RetryConfigError;
 use resilix::retry::budget::BudgetConfigError;
@@ -65,6 +66,8 @@ pub enum Problem {
     Retry(RetryConfigError),
     /// A retry budget's rule.
     Budget(BudgetConfigError),
+    /// The attempt timeout's rule (not zero).
+    AttemptTimeout(AttemptTimeoutError),
     /// A retry names a budget that `[budgets]` does not define.
     UnknownBudget(String),
     /// A field that means nothing for this kind of budget or limiter algorithm.
@@ -97,6 +100,7 @@ impl fmt::Display for Problem {
             Problem::RateLimit(e) => e.fmt(f),
             Problem::Retry(e) => e.fmt(f),
             Problem::Budget(e) => e.fmt(f),
+            Problem::AttemptTimeout(e) => e.fmt(f),
             Problem::UnknownBudget(name) => write!(
                 f,
                 "no budget named {name:?}: define it under [budgets.{name}] or remove the reference"

@@ -275,6 +275,41 @@ fn every_limiter_rule_names_its_field() {
     );
 }
 
+/// `attempt_timeout = "0s"` is refused with the core's own error and text, as
+/// `Pipeline::attempt_timeout(Duration::ZERO)` is: it would time out every attempt.
+#[test]
+fn a_zero_attempt_timeout_is_refused_with_the_cores_rule() {
+    use core::time::Duration;
+    use resilix::pipeline::{AttemptTimeoutError, Pipeline};
+
+    refused(
+        "[pipelines.p]\nattempt_timeout = \"0s\"\n",
+        "pipelines.p.attempt_timeout",
+        Problem::AttemptTimeout(AttemptTimeoutError::Zero),
+    );
+    let core = Pipeline::new()
+        .try_attempt_timeout(Duration::ZERO)
+        .unwrap_err();
+    assert_eq!(
+        Problem::AttemptTimeout(core).to_string(),
+        core.to_string(),
+        "one rule, one text"
+    );
+    let panicked = std::panic::catch_unwind(|| Pipeline::new().attempt_timeout(Duration::ZERO))
+        .expect_err("a zero timeout is refused at construction");
+    let message = panicked
+        .downcast_ref::<String>()
+        .expect("a formatted panic");
+    assert_eq!(message, &core.to_string());
+    assert!(
+        Config::from_toml_str("[pipelines.p]\nattempt_timeout = \"1ns\"\n")
+            .unwrap()
+            .build()
+            .is_ok(),
+        "the shortest timeout that is not zero is a timeout"
+    );
+}
+
 #[test]
 fn bulkhead_rate_limit_and_retry_rules_name_their_fields() {
     refused(

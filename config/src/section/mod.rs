@@ -35,7 +35,7 @@ pub use self::rate_limit::RateLimitSection;
 pub use self::retry::{BackoffSection, Jitter, RetrySection, UncertainRetryField};
 pub use self::throttler::{LocalRejectionsField, ThrottlerSection};
 
-use crate::error::{ConfigError, join};
+use crate::error::{ConfigError, Problem, join};
 use crate::pipeline::ConfiguredPipeline;
 use crate::policy::{Budget, ConfiguredBreaker, ConfiguredRetry};
 use crate::value::ConfigDuration;
@@ -257,10 +257,12 @@ impl PipelineConfig {
             .limiter(limiter)
             .bulkhead(bulkhead)
             .rate_limit(rate_limit);
-        Ok(match self.attempt_timeout {
-            Some(t) => pipeline.attempt_timeout(t.0),
-            None => pipeline,
-        })
+        match self.attempt_timeout {
+            Some(t) => pipeline.try_attempt_timeout(t.0).map_err(|e| {
+                ConfigError::new(join(path, "attempt_timeout"), Problem::AttemptTimeout(e))
+            }),
+            None => Ok(pipeline),
+        }
     }
 }
 

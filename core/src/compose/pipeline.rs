@@ -40,6 +40,28 @@ use crate::retry::{NoRetry, RetryPolicy};
 use crate::time::{Deadline, Instant};
 use crate::verdict::Verdict;
 
+/// Why a duration cannot be an attempt timeout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttemptTimeoutError {
+    /// Zero: every attempt that awaits anything would time out.
+    Zero,
+}
+
+impl AttemptTimeoutError {
+    const ZERO_TEXT: &'static str = "an attempt timeout of zero times out every attempt that awaits anything: leave it unset for no timeout, or set it from the upstream's latency (its p99 plus a margin)";
+}
+
+impl fmt::Display for AttemptTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptTimeoutError::Zero => f.write_str(Self::ZERO_TEXT),
+        }
+    }
+}
+
+impl core::error::Error for AttemptTimeoutError {}
+
 /// A static composition of policies. Build it with [`Pipeline::new`] and the slot setters.
 ///
 /// The slot types may be owned policies or references (`&'static Breaker`), so one policy can
@@ -205,9 +227,45 @@ impl<Rt, T, B, L, H, Rl> Pipeline<Rt, T, B, L, H, Rl> {
 
     /// Sets the per-attempt timeout (the innermost slot). Each attempt's deadline is the
     /// tighter of this timeout and the call's overall deadline.
+    ///
+    /// # Panics
+    ///
+    /// On a zero timeout, with [`AttemptTimeoutError::Zero`]'s text: it would time out every
+    /// attempt that awaits anything (as `tokio::time::interval` refuses a zero period). In a
+    /// `const` or `static` the panic is a compile error. [`try_attempt_timeout`](Self::try_attempt_timeout)
+    /// returns the error instead, for timeouts read at run time.
+    ///
+    /// ```should_panic
+    /// use core::time::Duration;
+    /// use resilix::pipeline::Pipeline;
+    ///
+    /// let _ = Pipeline::new().attempt_timeout(Duration::ZERO); // panics: every attempt would time out
+    /// ```
     pub const fn attempt_timeout(mut self, timeout: Duration) -> Self {
+        if timeout.is_zero() {
+            panic!("{}", AttemptTimeoutError::ZERO_TEXT);
+        }
         self.attempt_timeout = Some(timeout);
         self
+    }
+
+    /// Sets the per-attempt timeout, or says why it cannot be one.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use resilix::pipeline::{AttemptTimeoutError, Pipeline};
+    ///
+    /// let p = Pipeline::new().try_attempt_timeout(Duration::from_millis(250)).unwrap();
+    /// assert_eq!(p.attempt_timeout_value(), Some(Duration::from_millis(250)));
+    /// let zero = Pipeline::new().try_attempt_timeout(Duration::ZERO).unwrap_err();
+    /// assert_eq!(zero, AttemptTimeoutError::Zero);
+    /// assert!(zero.to_string().contains("leave it unset"));
+    /// ```
+    pub fn try_attempt_timeout(self, timeout: Duration) -> Result<Self, AttemptTimeoutError> {
+        if timeout.is_zero() {
+            return Err(AttemptTimeoutError::Zero);
+        }
+        Ok(self.attempt_timeout(timeout))
     }
 
     /// The retry policy.
