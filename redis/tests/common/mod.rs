@@ -105,6 +105,7 @@ impl OwnRedis {
                     return;
                 }
             }
+            // A bounded readiness poll (5 s) of the server's state, not an ordering.
             std::thread::sleep(Duration::from_millis(25));
         }
         panic!(
