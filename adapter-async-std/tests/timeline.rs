@@ -1,6 +1,8 @@
 //! Issue 13, point 1 on async-io: every clock handle reads the process's one timeline.
-//! Real timers, a few milliseconds each; only lower bounds are relied on (a timer never fires
-//! early), so the assertions hold on a loaded machine.
+//! Real timers; each sleep here is the duration being checked, not a way to order events, and
+//! only its lower bound is relied on (a timer never fires early). Where the test needs
+//! something to happen *within* a time (a deadline, a wait), the time is a second or more,
+//! longer than any stall of a loaded machine.
 
 use std::time::Duration;
 
@@ -50,21 +52,23 @@ fn a_rate_limiter_used_through_a_resilience_per_request_admits_one_per_interval(
                 .execute(CallOptions::default(), || async { Ok(()) })
                 .await;
             assert_eq!(out, Ok(()), "request {i}");
+            // At least 60 ms, never less: the token is back by then, however late we wake.
             async_io::Timer::after(60 * MS).await;
         }
     });
 }
 
-/// A deadline built from a fresh clock, 150 ms from now, holds for a `Resilience` made
-/// 200 ms earlier. Before: the long-lived handle's timeline was ahead by its age, so the call
-/// ended in `DeadlinePassed` as soon as that age exceeded the timeout.
+/// A deadline built from a fresh clock, a second from now, holds for a `Resilience` made
+/// 1.5 s earlier. Before: the long-lived handle's timeline was ahead by its age, so the call
+/// ended in `DeadlinePassed` as soon as that age exceeded the timeout. (The deadline is a
+/// second so that no stall between building it and the call can pass it.)
 #[test]
 fn a_deadline_from_a_fresh_clock_holds_for_an_older_handle() {
     let pipeline = Pipeline::new();
     let resilience = Resilience::new(&pipeline);
     async_io::block_on(async {
-        async_io::Timer::after(200 * MS).await;
-        let deadline = Deadline::after(AsyncIoClock::new().now(), 150 * MS);
+        async_io::Timer::after(1500 * MS).await;
+        let deadline = Deadline::after(AsyncIoClock::new().now(), 1000 * MS);
         let out: Out = resilience
             .execute(CallOptions::default().deadline(deadline), || async {
                 Ok(())
@@ -102,6 +106,8 @@ fn deadlines_and_retry_at_without_a_private_timer() {
             .await;
         let refused = out.unwrap_err().rejection().expect("refused");
         let wait = resilix_async_std::retry_in(&refused).expect("a rate limiter knows when");
+        // Exact above (the token was taken before `refused`); a second below, for a stall
+        // between the two calls.
         assert!(
             wait <= Duration::from_millis(10_010) && wait >= Duration::from_secs(9),
             "{wait:?}"

@@ -15,11 +15,13 @@ use tower::{Layer, Service, ServiceExt};
 
 /// A server of `limit` slots and a queue of `queue`, whose handler sleeps for the `x-work-ms`
 /// header's milliseconds (default 50), counts its runs and records the order it starts them in.
+/// A request with `x-hold` is held until the test adds a permit to `release`.
 struct Server {
     app: Router,
     layer: InboundLayer,
     runs: Arc<AtomicU32>,
     order: Arc<Mutex<Vec<String>>>,
+    release: Arc<tokio::sync::Semaphore>,
 }
 
 fn server(limit: u32, queue: u32) -> Server {
@@ -31,13 +33,14 @@ fn server(limit: u32, queue: u32) -> Server {
     let layer = InboundLayer::new(inbound);
     let runs = Arc::new(AtomicU32::new(0));
     let order = Arc::new(Mutex::new(Vec::new()));
-    let (r, o) = (runs.clone(), order.clone());
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let (r, o, h) = (runs.clone(), order.clone(), release.clone());
     let app = Router::new()
         .route(
             "/",
             get(
                 move |Extension(ctx): Extension<InboundContext>, req: Request<Body>| {
-                    let (r, o) = (r.clone(), o.clone());
+                    let (r, o, h) = (r.clone(), o.clone(), h.clone());
                     async move {
                         r.fetch_add(1, Ordering::SeqCst);
                         let name = req
@@ -57,6 +60,9 @@ fn server(limit: u32, queue: u32) -> Server {
                             ctx.priority(),
                             ctx.deadline().map(|_| ctx.remaining())
                         );
+                        if req.headers().contains_key("x-hold") {
+                            h.acquire().await.unwrap().forget();
+                        }
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                         seen
                     }
@@ -69,6 +75,7 @@ fn server(limit: u32, queue: u32) -> Server {
         layer,
         runs,
         order,
+        release,
     }
 }
 
@@ -405,10 +412,15 @@ async fn on_loopback_a_real_server_sheds_with_503_and_serves_the_rest() {
     let url = format!("http://{addr}/");
     let slow = {
         let (client, url) = (client.clone(), url.clone());
-        tokio::spawn(async move { client.get(url).header("x-work-ms", "1500").send().await })
+        let held = client
+            .get(url)
+            .header("x-hold", "1")
+            .header("x-work-ms", "1");
+        tokio::spawn(async move { held.send().await })
     };
-    // Wait (bounded) until the slow request holds the only slot.
-    for _ in 0..200 {
+    // Wait (bounded, generously for a loaded machine) until the slow request holds the only
+    // slot: a readiness poll of observed state; the slot is held until released below.
+    for _ in 0..2000 {
         if s.layer.inbound().in_flight() == 1 {
             break;
         }
@@ -418,6 +430,8 @@ async fn on_loopback_a_real_server_sheds_with_503_and_serves_the_rest() {
     let shed = client.get(&url).send().await.unwrap();
     assert_eq!(shed.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(shed.headers()["retry-after"], "1");
+    // Only now does the slow request let go of its slot.
+    s.release.add_permits(1);
     assert_eq!(
         slow.await.unwrap().unwrap().status(),
         reqwest::StatusCode::OK
