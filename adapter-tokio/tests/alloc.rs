@@ -1,6 +1,9 @@
 //! `execute` allocates nothing per call beyond the operation's own future: a counting global
 //! allocator, after warm-up (the runtime's timer wheel and the per-thread generator are set up
 //! on first use), over calls that time out, retry and sleep.
+//!
+//! Paused time: the sleeps and timeouts are virtual, exact, and order nothing by how long they
+//! take on the machine.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

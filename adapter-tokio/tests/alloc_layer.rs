@@ -10,6 +10,9 @@
 //! The counter is per thread; a current-thread runtime polls every future on the thread that
 //! calls `block_on`, and `block_on` runs its future on the calling thread in a multi-thread
 //! runtime too, where the requests' futures are made (`Service::call`).
+//!
+//! Every sleep here runs on a paused runtime (exact virtual time); the real-time runtimes'
+//! services answer at once.
 
 use resilix_testkit::alloc::{CountingAllocator, allocations};
 use std::future::{Ready, ready};

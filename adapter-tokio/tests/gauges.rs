@@ -1,5 +1,7 @@
 //! The gauges against a real `metrics` recorder (metrics-util's debugging recorder): names,
 //! labels and values, the initial sample, the on-change updates and the sampling task.
+//!
+//! The sleeps run on paused tokio time: exact, whatever the machine's load.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! on a multi-thread runtime; afterwards every policy's counts are read through the
 //! `Resilience` getters (issue 14: "an integration test ... checks the policies' counts
 //! afterwards via getters"). No `static`, no leak, no wrapper type.
+//!
+//! The multi-thread test sleeps nowhere (no backoff); the one sleep is on paused time, exact.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};

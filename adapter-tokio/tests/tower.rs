@@ -1,4 +1,6 @@
 //! The tower Layer in a `ServiceBuilder` stack, on paused time.
+//!
+//! The sleeps are on paused time (exact); the multi-thread tests' services answer at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
