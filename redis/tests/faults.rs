@@ -97,7 +97,8 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     assert_eq!(s.failed_open, 20, "{s:?}");
     assert_eq!(s.backend_errors + s.backend_timeouts, 20, "{s:?}");
     assert_eq!(s.fleet_admitted, 20, "nothing reached Redis");
-    // A longer outage, past the connection manager's reconnection attempts: the next call
+    // A longer outage (at least 1 s: the duration is the point, and a timer never fires
+    // early), past the connection manager's reconnection attempts: the next call
     // after the restart must still find its way back.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(timed(&l).await, Ok(Admitted::FailedOpen));
@@ -223,8 +224,18 @@ async fn slowed_calls_are_bounded_by_the_backend_timeout() {
             .query(&mut c)
             .unwrap();
     });
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut open = 0;
+    // Waits (bounded) until the server is asleep, seen by a call failing open, instead of
+    // betting the blocking thread got there within a fixed time. From then on the server
+    // sleeps at least 1.3 s more, longer than the 900 ms below.
+    let t0 = Instant::now();
+    while timed(&l).await != Ok(Admitted::FailedOpen) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the server never slept"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut open = 1;
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_millis(900) {
         if timed(&l).await == Ok(Admitted::FailedOpen) {
