@@ -52,7 +52,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use resilix::observe::{CircuitState, Degradation, Event, Observer, TransitionCause};
-use resilix::retry::GiveUpReason;
 use resilix::time::Instant;
 
 use crate::gauges::{Gauge, Gauged, circuit_state_value};
@@ -130,28 +129,6 @@ fn state_name(s: CircuitState) -> &'static str {
     }
 }
 
-fn cause_name(c: TransitionCause) -> &'static str {
-    match c {
-        TransitionCause::FailureRate => "failure-rate",
-        TransitionCause::SlowCallRate => "slow-call-rate",
-        TransitionCause::ConsecutiveFailures => "consecutive-failures",
-        TransitionCause::WaitElapsed => "wait-elapsed",
-        TransitionCause::ProbesSucceeded => "probes-succeeded",
-        TransitionCause::ProbesFailed => "probes-failed",
-        TransitionCause::Operator => "operator",
-    }
-}
-
-/// The `cause` and `reason` labels of a fallback: why the upstream's answer was missing, and
-/// the precise reason within that cause.
-fn degradation_labels(d: &Degradation) -> (&'static str, &'static str) {
-    match d {
-        Degradation::Refused(rejection) => ("refused", rejection.reason().code()),
-        Degradation::GaveUp(reason) => ("gave-up", GiveUpReason::as_str(reason)),
-        Degradation::DeadlinePassed => ("deadline", "deadline-passed"),
-    }
-}
-
 impl Observer for MetricsObserver {
     fn on_event(&self, event: &Event) {
         let upstream = self.upstream;
@@ -193,7 +170,7 @@ impl Observer for MetricsObserver {
                     "upstream" => upstream,
                     "from" => state_name(*from),
                     "to" => state_name(*to),
-                    "cause" => cause_name(*cause)
+                    "cause" => TransitionCause::as_str(&*cause)
                 )
                 .increment(1);
                 metrics::gauge!("resilix_circuit_state", "upstream" => upstream)
@@ -213,7 +190,7 @@ impl Observer for MetricsObserver {
             )
             .increment(1),
             Event::FallbackServed { cause } => {
-                let (cause, reason) = degradation_labels(cause);
+                let (cause, reason) = Degradation::codes(cause);
                 metrics::counter!(
                     "resilix_fallbacks_total",
                     "upstream" => upstream,

@@ -387,33 +387,8 @@ fn boxed<Resp, E: Into<BoxError>>(error: ExecuteError<Result<Resp, E>>) -> BoxEr
 
 /// The core's error with the response dropped and the inner error boxed.
 fn without_response<Resp, E: Into<BoxError>>(error: ExecuteError<Result<Resp, E>>) -> ServiceError {
-    let keep = |a: Attempted<Result<Resp, E>>| match a {
-        Attempted::Output(Ok(_)) => Attempted::Output(None),
-        Attempted::Output(Err(e)) => Attempted::Output(Some(e.into())),
-        Attempted::TimedOut => Attempted::TimedOut,
-    };
-    match error {
-        ExecuteError::Refused {
-            rejection,
-            attempts,
-            last,
-        } => ExecuteError::Refused {
-            rejection,
-            attempts,
-            last: last.map(keep),
-        },
-        ExecuteError::GaveUp {
-            reason,
-            attempts,
-            last,
-        } => ExecuteError::GaveUp {
-            reason,
-            attempts,
-            last: keep(last),
-        },
-        ExecuteError::DeadlinePassed { attempts, last } => ExecuteError::DeadlinePassed {
-            attempts,
-            last: last.map(keep),
-        },
-    }
+    error.map(|output| match output {
+        Ok(_) => None,
+        Err(e) => Some(e.into()),
+    })
 }

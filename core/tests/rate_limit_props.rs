@@ -59,6 +59,7 @@ proptest! {
                         // The refusal's instant is honest: nothing else happened, so it admits.
                         prop_assert!(l.available(at) >= n, "retry_at {:?} too early", at);
                     }
+                    Err(e) => prop_assert!(false, "an acquire error this property does not know: {:?}", e),
                 },
             }
             // Exact in real nanoseconds against the configured rate: burst + elapsed·count/per.

@@ -79,6 +79,7 @@ proptest! {
                 let top = Duration::from_nanos(previous.max(base).saturating_mul(3));
                 prop_assert!(d <= top);
             }
+            _ => prop_assert!(false, "a formula this property does not know"),
         }
     }
 }
@@ -214,6 +215,7 @@ proptest! {
                             prop_assert!(retryable && call.attempts() < max_attempts);
                             prop_assert!(v.retry_after().map(on_timeline) > Some(on_timeline(config.max_retry_after())));
                         }
+                        _ => prop_assert!(false, "a give-up reason this property does not know: {:?}", reason),
                     }
                     if reason != GiveUpReason::BudgetExceeded {
                         prop_assert_eq!(budget.asked.get(), None, "budget asked needlessly");

@@ -37,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
                 Err(AcquireError::ExceedsBurst { requested, burst }) => {
                     assert!(requested > burst)
                 }
+                Err(e) => panic!("an acquire error this target does not know: {e:?}"),
             },
             4 => now = now + Duration::from_micros(a as u64 * 256 + b as u64),
             5 => {

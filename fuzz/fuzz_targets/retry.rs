@@ -201,6 +201,7 @@ fuzz_target!(|data: &[u8]| {
                                     assert!(retryable);
                                     assert!(v.retry_after().map(on_timeline) > Some(on_timeline(config.max_retry_after())));
                                 }
+                                _ => panic!("a give-up reason this target does not know: {reason:?}"),
                             }
                             if reason != GiveUpReason::BudgetExceeded {
                                 assert_eq!(both.asked.get(), None);

@@ -559,10 +559,6 @@ impl<C: Clock> FleetRateLimiter<C> {
 }
 
 fn single(r: Result<Admitted, AcquireError>) -> Result<Admitted, Rejection> {
-    match r {
-        Ok(a) => Ok(a),
-        Err(AcquireError::Limited(r)) => Err(r),
-        // burst ≥ 1 is validated, so one cell always fits.
-        Err(AcquireError::ExceedsBurst { .. }) => Err(Rejection::new(RejectReason::RateLimited)),
-    }
+    // burst ≥ 1 is validated, so one cell always fits: only `Limited` comes here.
+    r.map_err(|e| e.rejection())
 }

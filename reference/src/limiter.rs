@@ -176,6 +176,7 @@ impl Model {
                 backoff: q16(a.backoff_ratio),
                 timeout: rtt_of(nanos(a.timeout)),
             },
+            _ => unreachable!("an algorithm the reference does not model: model it"),
         };
         let min_window = ticks(c.min_window);
         let first = u64::from(c.probe_multiplier) * u64::from(c.initial_limit) * 3 / 4;

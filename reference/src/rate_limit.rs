@@ -625,6 +625,7 @@ pub fn refused(e: AcquireError) -> Decision {
             reason: RejectReason::RateLimited,
             retry_at: None,
         },
+        _ => unreachable!("an acquire error the reference does not model: model it"),
     }
 }
 

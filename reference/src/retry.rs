@@ -241,6 +241,7 @@ impl RetryModel {
                 let high = (3 * previous).min(END);
                 uniform(rng, self.base, high).min(self.cap)
             }
+            _ => unreachable!("a backoff strategy the reference does not model: model it"),
         }
     }
 }

@@ -49,11 +49,7 @@ impl Tally {
 pub fn give_up_key(reason: &GiveUpReason) -> String {
     match reason {
         GiveUpReason::NotRetryable(kind) => format!("not-retryable:{kind}"),
-        GiveUpReason::AttemptsExhausted { .. } => "attempts-exhausted".into(),
-        GiveUpReason::BudgetExceeded => "budget-exceeded".into(),
-        GiveUpReason::DeadlineWouldPass => "deadline-would-pass".into(),
-        GiveUpReason::RetryAfterBeyondDeadline => "retry-after-beyond-deadline".into(),
-        GiveUpReason::RetryAfterTooLong => "retry-after-too-long".into(),
+        other => other.as_str().into(),
     }
 }
 

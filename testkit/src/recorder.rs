@@ -50,6 +50,7 @@ impl Kind {
                 Injected::Latency(_) => Kind::ChaosLatency,
                 Injected::Fault(v) => Kind::ChaosFault(v.kind()),
                 Injected::Outcome(v) => Kind::ChaosOutcome(v.kind()),
+                _ => Kind::Other,
             },
             _ => Kind::Other,
         }

@@ -253,5 +253,7 @@ fn field_of(e: &LimiterConfigError, c: &LimiterConfig) -> &'static str {
         E::WindowSamplesZero => "window_samples",
         // The core names the field itself, in this file's spelling ("gradient2.smoothing").
         E::OutOfRange { field, .. } => field,
+        // a rule newer than this mapping (the core's errors are non-exhaustive): the section's path
+        _ => "",
     }
 }

@@ -110,6 +110,8 @@ impl RetrySection {
                 RetryConfigError::ZeroAttempts => "max_attempts",
                 RetryConfigError::ZeroBase => "backoff.base",
                 RetryConfigError::CapBelowBase => "backoff.cap",
+                // a rule newer than this mapping (the core's errors are non-exhaustive): the section's path
+                _ => "",
             };
             ConfigError::new(join(path, field), Problem::Retry(e))
         };

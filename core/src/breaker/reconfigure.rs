@@ -170,6 +170,7 @@ fn covers(scale: TickScale, longest: core::time::Duration) -> bool {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum BreakerReconfigureError {
     /// The new config is invalid (for this breaker's window too); the old one stays in force.
     Config(ConfigError),

@@ -71,6 +71,7 @@ impl Default for BulkheadConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum BulkheadConfigError {
     /// `max_concurrent` was zero: the bulkhead could never admit a call.
     ZeroConcurrency,

@@ -142,6 +142,7 @@ impl Default for WaitConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum WaitConfigError {
     /// `max_waiters` is positive but `max_wait` is zero: nobody could wait.
     WaitersWithoutWait,

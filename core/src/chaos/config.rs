@@ -128,6 +128,7 @@ impl Default for ChaosConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ChaosConfigError {
     /// A rate above one million per million.
     RateAboveOne,

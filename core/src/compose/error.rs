@@ -51,6 +51,7 @@ use crate::time::Instant;
 /// Why a call returned no answer. See the [module docs](self) for where each variant comes
 /// from. `T` is the operation's success type, `E` the upstream's own error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error<T, E> {
     /// The upstream's own error: an answer the classifier let through as is (`gave_up: None`:
     /// a caller's mistake, a 4xx, never retried), or the last failure after the retry policy

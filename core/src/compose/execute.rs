@@ -148,6 +148,7 @@ pub enum Attempted<T> {
 
 /// Why [`execute`] returned without an answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExecuteError<T> {
     /// A policy refused an attempt. Never retried: retrying at once just re-refuses.
     Refused {
@@ -177,6 +178,52 @@ pub enum ExecuteError<T> {
 }
 
 impl<T> ExecuteError<T> {
+    /// The same error with every attempt's output mapped by `f` (a tower service keeps the
+    /// inner error and drops the response, say), its variant and counts unchanged.
+    ///
+    /// ```
+    /// use resilix::execute::{Attempted, ExecuteError};
+    /// use resilix::retry::GiveUpReason;
+    ///
+    /// let e = ExecuteError::GaveUp {
+    ///     reason: GiveUpReason::AttemptsExhausted { attempts: 3 },
+    ///     attempts: 3,
+    ///     last: Attempted::Output(503u16),
+    /// };
+    /// let mapped = e.map(|status| status / 100);
+    /// assert!(matches!(mapped, ExecuteError::GaveUp { last: Attempted::Output(5), attempts: 3, .. }));
+    /// ```
+    pub fn map<U>(self, mut f: impl FnMut(T) -> U) -> ExecuteError<U> {
+        let mut keep = |a: Attempted<T>| match a {
+            Attempted::Output(t) => Attempted::Output(f(t)),
+            Attempted::TimedOut => Attempted::TimedOut,
+        };
+        match self {
+            ExecuteError::Refused {
+                rejection,
+                attempts,
+                last,
+            } => ExecuteError::Refused {
+                rejection,
+                attempts,
+                last: last.map(keep),
+            },
+            ExecuteError::GaveUp {
+                reason,
+                attempts,
+                last,
+            } => ExecuteError::GaveUp {
+                reason,
+                attempts,
+                last: keep(last),
+            },
+            ExecuteError::DeadlinePassed { attempts, last } => ExecuteError::DeadlinePassed {
+                attempts,
+                last: last.map(keep),
+            },
+        }
+    }
+
     /// The rejection, if a policy refused: one of the pipeline's policies refused an attempt,
     /// or the retry budget refused a retry (`budget-exceeded`).
     pub fn rejection(&self) -> Option<Rejection> {

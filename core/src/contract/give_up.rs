@@ -20,6 +20,7 @@ use crate::verdict::VerdictKind;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum GiveUpReason {
     /// The verdict may not be retried (answered, rejected, a timeout of a call not declared
     /// idempotent, or an uncertain failure of one under [`UncertainRetry::IdempotentOnly`](crate::retry::UncertainRetry::IdempotentOnly)).

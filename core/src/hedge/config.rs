@@ -70,6 +70,7 @@ pub struct HedgeConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum BudgetAccounting {
     /// The hedge owns the call's accounting, as a retry policy does: each hedged call that
     /// ends with a counted verdict is a first attempt, a `Success` is recorded (as rescued by
@@ -155,6 +156,7 @@ pub(crate) const MAX_BURST: u32 = 1_000_000;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum HedgeConfigError {
     /// `max_extra_load_permille` is 0 (never hedges) or 1000 and above (the quantile would be
     /// the minimum latency or below: every call hedged at once).

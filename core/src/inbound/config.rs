@@ -89,6 +89,7 @@ impl Default for InboundConfig {
 /// Why an [`InboundConfig`] was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum InboundConfigError {
     /// The limiter's config was refused.
     Limiter(LimiterConfigError),

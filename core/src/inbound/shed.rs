@@ -19,6 +19,7 @@ use crate::time::Instant;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ShedCause {
     /// No slot under this priority's share of the limit, and no room for it in the queue.
     /// Typical fix: add capacity, or send less (a client retrying after `Retry-After`).

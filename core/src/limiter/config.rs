@@ -22,6 +22,7 @@ pub const MAX_WINDOW: Duration = Duration::from_secs(3_600);
 /// assert!(matches!(a, Algorithm::Vegas(_)));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum Algorithm {
     /// Netflix Gradient2: the default.
     Gradient2(Gradient2),
@@ -119,6 +120,7 @@ impl Default for LimiterConfig {
 /// Why a [`LimiterConfig`] was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum LimiterConfigError {
     /// `min_limit` was 0: the limiter could shut for good.
     MinLimitZero,

@@ -42,6 +42,7 @@ use crate::sync::Ordering;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum LimiterReconfigureError {
     /// The new config is invalid; the old one stays in force.
     Config(LimiterConfigError),

@@ -47,6 +47,7 @@ pub struct TimeoutAdvice {
 /// Why a [`TimeoutAdvice`] was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum AdviceError {
     /// The quantile must be above 0 and at most 1 (0.99 is the p99; 99 is not).
     QuantileOutOfRange,

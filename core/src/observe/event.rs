@@ -170,6 +170,7 @@ impl PolicyKind {
 /// Why a call was answered by its fallback.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Degradation {
     /// A policy refused the call.
     Refused(Rejection),
@@ -177,6 +178,26 @@ pub enum Degradation {
     GaveUp(GiveUpReason),
     /// The call's deadline passed before an attempt could start.
     DeadlinePassed,
+}
+
+impl Degradation {
+    /// Stable kebab-case codes for metric labels and logs: the cause (`refused`, `gave-up`,
+    /// `deadline`) and the precise reason within it (the rejection's or give-up's own code).
+    ///
+    /// ```
+    /// use resilix::observe::Degradation;
+    /// use resilix::retry::GiveUpReason;
+    ///
+    /// assert_eq!(Degradation::GaveUp(GiveUpReason::BudgetExceeded).codes(), ("gave-up", "budget-exceeded"));
+    /// assert_eq!(Degradation::DeadlinePassed.codes(), ("deadline", "deadline-passed"));
+    /// ```
+    pub const fn codes(&self) -> (&'static str, &'static str) {
+        match self {
+            Degradation::Refused(rejection) => ("refused", rejection.reason().code()),
+            Degradation::GaveUp(reason) => ("gave-up", reason.as_str()),
+            Degradation::DeadlinePassed => ("deadline", "deadline-passed"),
+        }
+    }
 }
 
 /// The states of a circuit breaker.
@@ -198,6 +219,7 @@ pub enum CircuitState {
 /// Why a circuit breaker changed state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum TransitionCause {
     /// The failure rate crossed its threshold with enough calls in the window.
     FailureRate,
@@ -215,9 +237,31 @@ pub enum TransitionCause {
     Operator,
 }
 
+impl TransitionCause {
+    /// A stable kebab-case code, one per variant, for metric labels and logs.
+    ///
+    /// ```
+    /// use resilix::observe::TransitionCause;
+    ///
+    /// assert_eq!(TransitionCause::ProbesFailed.as_str(), "probes-failed");
+    /// ```
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            TransitionCause::FailureRate => "failure-rate",
+            TransitionCause::SlowCallRate => "slow-call-rate",
+            TransitionCause::ConsecutiveFailures => "consecutive-failures",
+            TransitionCause::WaitElapsed => "wait-elapsed",
+            TransitionCause::ProbesSucceeded => "probes-succeeded",
+            TransitionCause::ProbesFailed => "probes-failed",
+            TransitionCause::Operator => "operator",
+        }
+    }
+}
+
 /// Which injection an [`Event::ChaosInjected`] reports (see [`crate::chaos`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Injected {
     /// The attempt waited this long before its call.
     Latency(Duration),
@@ -236,6 +280,7 @@ pub enum Injected {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum HedgeRefusal {
     /// The hedge's own cap: hedges already reached `max_extra_load` of the calls plus the
     /// burst.

@@ -331,6 +331,7 @@ impl RateLimiter {
 /// Why [`RateLimiter::reconfigure`] made no change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ReconfigureError {
     /// The new configuration is invalid; the old one stays in force.
     Config(RateLimitConfigError),

@@ -110,7 +110,7 @@ pub use rate::{Rate, RateLimitConfig, RateLimitConfigError};
 
 use core::fmt;
 
-use crate::rejection::Rejection;
+use crate::rejection::{RejectReason, Rejection};
 
 /// Why an acquisition of n cells failed.
 ///
@@ -128,6 +128,7 @@ use crate::rejection::Rejection;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum AcquireError {
     /// Not now: the rejection says when the cells would be admitted.
     Limited(Rejection),
@@ -138,6 +139,26 @@ pub enum AcquireError {
         /// The burst in force.
         burst: u32,
     },
+}
+
+impl AcquireError {
+    /// The refusal this error amounts to: `rate-limited`, with when to come back if the bucket
+    /// will ever hold the cells (never, for more cells than the burst).
+    ///
+    /// ```
+    /// use resilix::rate_limit::AcquireError;
+    /// use resilix::RejectReason;
+    ///
+    /// let never = AcquireError::ExceedsBurst { requested: 20, burst: 10 };
+    /// assert_eq!(never.rejection().reason(), RejectReason::RateLimited);
+    /// assert_eq!(never.rejection().retry_at(), None);
+    /// ```
+    pub const fn rejection(&self) -> Rejection {
+        match self {
+            AcquireError::Limited(r) => *r,
+            AcquireError::ExceedsBurst { .. } => Rejection::new(RejectReason::RateLimited),
+        }
+    }
 }
 
 impl fmt::Display for AcquireError {

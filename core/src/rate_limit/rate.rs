@@ -121,6 +121,7 @@ impl RateLimitConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum RateLimitConfigError {
     /// The rate's count is zero.
     ZeroRate,

@@ -28,6 +28,7 @@ use crate::time::duration_as_nanos_saturating;
 /// Which backoff formula to use. See the [module docs](self) for each formula.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum Strategy {
     /// Retry at once. AWS's "clear loser" under contention; only for callers that pace
     /// themselves (a firmware loop with its own tick).

@@ -50,6 +50,7 @@ pub struct RetryConfig {
 /// attempt is as likely as not still running, where a 5xx usually means it failed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum UncertainRetry {
     /// Retried for any call, like `Transient` (the default): the behaviour docs/design/spec.md §3.2
     /// prescribes for transient failures, which a 5xx was before `Uncertain` split from it,

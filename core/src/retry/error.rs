@@ -12,6 +12,7 @@ use core::fmt;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum RetryConfigError {
     /// `max_attempts` was 0.
     ZeroAttempts,

@@ -146,6 +146,7 @@ impl Default for ThrottlerConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ThrottlerConfigError {
     /// `accepts_multiplier` is below 1.0 or not a number.
     AcceptsMultiplierBelowOne,

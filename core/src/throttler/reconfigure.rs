@@ -107,6 +107,7 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum ThrottlerReconfigureError {
     /// The new config is invalid; the old one stays in force.
     Config(ThrottlerConfigError),

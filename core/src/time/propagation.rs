@@ -181,6 +181,7 @@ impl fmt::Debug for TimeoutHeader {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum TimeoutHeaderError {
     /// No digits.
     Empty,

@@ -49,6 +49,7 @@ pub fn give_up_code(reason: &GiveUpReason) -> u64 {
         GiveUpReason::DeadlineWouldPass => 301,
         GiveUpReason::RetryAfterBeyondDeadline => 302,
         GiveUpReason::RetryAfterTooLong => 303,
+        _ => 399,
     }
 }
 

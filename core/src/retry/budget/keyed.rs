@@ -161,6 +161,7 @@ pub const PER_KEY_DEFAULT: RatioBudgetConfig = RatioBudgetConfig {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum KeyedBudgetError {
     /// A table of no entries (`N = 0`): every key would share the overflow budget.
     ZeroCapacity,

@@ -153,6 +153,7 @@ impl RetryBudget for Unlimited {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum BudgetConfigError {
     /// A ratio budget over a zero-length window, or with zero buckets.
     EmptyWindow,

@@ -280,6 +280,7 @@ impl<const B: usize> RatioBudget<B> {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum RatioReconfigureError {
     /// The new config is invalid; the old one stays in force.
     Config(BudgetConfigError),

@@ -122,6 +122,7 @@ impl TokenBucket {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
 pub enum TokenBucketReconfigureError {
     /// The new config is invalid; the old one stays in force.
     Config(BudgetConfigError),
