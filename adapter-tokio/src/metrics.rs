@@ -3,7 +3,7 @@
 //! Every label value is a stable code from the core, so a dashboard written today keeps
 //! working: rejection reasons are [`RejectReason::code`](resilix::RejectReason::code) (docs/design/spec.md §7),
 //! verdicts [`VerdictKind::as_str`](resilix::VerdictKind::as_str), give-up reasons
-//! [`GiveUpReason::as_str`]. Nothing an event carries is dropped on the way to a label: a retry
+//! [`GiveUpReason::as_str`](resilix::retry::GiveUpReason::as_str). Nothing an event carries is dropped on the way to a label: a retry
 //! budget's refusal (`budget-exceeded`) and a call out of attempts (`attempts-exhausted`) are
 //! two series, not one (docs/design/spec.md §7: "collapsing those makes a retry budget impossible to debug").
 //!
@@ -31,7 +31,7 @@
 //! value (a breaker's `closed` included: failsafe-go #46), then on a timer
 //! ([`MetricsObserver::sample_every`]) or at each scrape.
 //!
-//! The give-up `reason` list is [`GiveUpReason::as_str`]'s: a reason added there appears here
+//! The give-up `reason` list is [`GiveUpReason::as_str`](resilix::retry::GiveUpReason::as_str)'s: a reason added there appears here
 //! with no change to this observer.
 //!
 //! ```
@@ -51,7 +51,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use resilix::observe::{CircuitState, Degradation, Event, Observer, TransitionCause};
+use resilix::observe::{CircuitState, Degradation, Event, Observer};
 use resilix::time::Instant;
 
 use crate::gauges::{Gauge, Gauged, circuit_state_value};
@@ -170,7 +170,7 @@ impl Observer for MetricsObserver {
                     "upstream" => upstream,
                     "from" => state_name(*from),
                     "to" => state_name(*to),
-                    "cause" => TransitionCause::as_str(&*cause)
+                    "cause" => cause.as_str()
                 )
                 .increment(1);
                 metrics::gauge!("resilix_circuit_state", "upstream" => upstream)

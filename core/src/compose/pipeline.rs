@@ -612,3 +612,6 @@ impl<Rt, T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> Pipeline<Rt, T,
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;

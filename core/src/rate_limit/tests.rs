@@ -547,3 +547,21 @@ fn a_reconfiguration_is_an_event_and_a_refused_one_is_not() {
         }]
     );
 }
+
+#[test]
+fn an_acquire_error_amounts_to_a_rate_limited_refusal() {
+    let later = Instant::from_secs(3);
+    let limited = AcquireError::Limited(Rejection::until(RejectReason::RateLimited, later));
+    assert_eq!(limited.rejection().reason(), RejectReason::RateLimited);
+    assert_eq!(limited.rejection().retry_at(), Some(later));
+    let never = AcquireError::ExceedsBurst {
+        requested: 5,
+        burst: 4,
+    };
+    assert_eq!(never.rejection().reason(), RejectReason::RateLimited);
+    assert_eq!(
+        never.rejection().retry_at(),
+        None,
+        "the bucket never holds 5"
+    );
+}

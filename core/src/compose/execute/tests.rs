@@ -298,3 +298,59 @@ fn a_dropped_loop_drops_the_attempt_before_giving_back_its_permits() {
     );
     assert_eq!(bulkhead.held(), 0, "then its slot came back");
 }
+
+#[test]
+fn map_keeps_the_variant_and_the_counts_and_maps_every_output() {
+    let reason = GiveUpReason::AttemptsExhausted { attempts: 3 };
+    let gave_up = ExecuteError::GaveUp {
+        reason,
+        attempts: 3,
+        last: Attempted::Output(503u16),
+    };
+    assert_eq!(
+        gave_up.map(|s| s / 100),
+        ExecuteError::GaveUp {
+            reason,
+            attempts: 3,
+            last: Attempted::Output(5)
+        }
+    );
+    let timed_out: ExecuteError<u16> = ExecuteError::GaveUp {
+        reason,
+        attempts: 2,
+        last: Attempted::TimedOut,
+    };
+    assert_eq!(
+        timed_out.map(|s| s + 1),
+        ExecuteError::GaveUp {
+            reason,
+            attempts: 2,
+            last: Attempted::TimedOut
+        }
+    );
+    let rejection = Rejection::new(RejectReason::BulkheadFull);
+    let refused = ExecuteError::Refused {
+        rejection,
+        attempts: 1,
+        last: Some(Attempted::Output(7u16)),
+    };
+    assert_eq!(
+        refused.map(|s| s * 2),
+        ExecuteError::Refused {
+            rejection,
+            attempts: 1,
+            last: Some(Attempted::Output(14))
+        }
+    );
+    let passed = ExecuteError::DeadlinePassed {
+        attempts: 4,
+        last: Some(Attempted::Output(1u16)),
+    };
+    assert_eq!(
+        passed.map(|s| s + 1),
+        ExecuteError::DeadlinePassed {
+            attempts: 4,
+            last: Some(Attempted::Output(2))
+        }
+    );
+}
