@@ -41,6 +41,7 @@
 //!     let reading = resilience.execute_with_rng(&mut rng, CallOptions::default(), read_sensor).await;
 //! }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![no_std]

@@ -22,6 +22,7 @@
 //! assert_eq!(cache.get(), Some("v1"));
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 mod fallback;

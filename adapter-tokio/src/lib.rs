@@ -10,8 +10,9 @@
 //! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
 //!   `http` (classify `http::Response` with `Retry-After`, idempotent methods, idempotency
 //!   keys), `reqwest` (classify `reqwest` responses and errors by where they happened),
-//!   `hyper` (the same for the errors of hyper's client),
-//!   `tracing` and `metrics` observers.
+//!   `hyper` (the same for the errors of hyper's client), `inbound` (load shedding for
+//!   hyper and axum servers: priority, CoDel with adaptive LIFO, deadlines read from the
+//!   request, in `resilix_tokio::inbound`), `tracing` and `metrics` observers.
 //! * Policies shared by `Arc`: the core's `alloc` feature is on, so `Arc<Breaker>` is a policy
 //!   and `Arc<TokenBucket>` a retry budget ([`resilix::shared`]).
 //!
@@ -169,6 +170,7 @@
 //! # });
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 mod clock;

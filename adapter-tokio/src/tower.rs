@@ -1,6 +1,6 @@
 //! A `tower` Layer running every request through a whole pipeline (feature `tower`).
 //!
-//! The service is `Clone`, and every clone shares one [`Resilience`] (one set of policies:
+//! The service is `Clone`, and every clone shares one [`Resilience`](crate::Resilience) (one set of policies:
 //! one breaker per upstream, one budget per process) through an `Arc`. Each request runs the
 //! same retry loop as [`Resilience::execute`](resilix::resilience::Resilience::execute): the
 //! core's [`Drive`], where each attempt clones the inner service, waits for it to be ready and
@@ -71,7 +71,7 @@
 //! No allocation per request, from the first one: [`ResponseFuture`] is the core's loop
 //! ([`Drive`]) itself, a future with a name, so `Service::Future` needs no box. Per request,
 //! beyond what [`Resilience::execute`](resilix::resilience::Resilience::execute) does: the
-//! `Arc` of the shared [`Resilience`] cloned into the request's future and released with it
+//! `Arc` of the shared [`Resilience`](crate::Resilience) cloned into the request's future and released with it
 //! (two atomic read-modify-writes), and a clone of the inner service per attempt, as `tower`'s
 //! own `Oneshot` makes.
 //!
@@ -234,7 +234,7 @@ where
 
 /// A service whose every request runs through a pipeline. Clones share the policies.
 ///
-/// `R` is the [`Resilience`] the Layer was given, `W` whether attempts wait for a slot.
+/// `R` is the [`Resilience`](crate::Resilience) the Layer was given, `W` whether attempts wait for a slot.
 pub struct ResilienceService<S, Req, R, W = NoWait>
 where
     S: Service<Req>,

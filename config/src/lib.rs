@@ -59,6 +59,7 @@
 //! # Ok::<(), resilix_config::ConfigError>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

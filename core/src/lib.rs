@@ -48,6 +48,7 @@
 //! env.now = Instant::from_millis(3);
 //! assert_eq!(call.settle(attempt, &Verdict::Success, &mut env), Next::Done);
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![no_std]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

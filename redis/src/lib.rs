@@ -108,6 +108,7 @@
 //! latency and throughput of each path (`redis/scripts/with-redis.sh cargo bench -p
 //! resilix-redis`).
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -4,7 +4,7 @@
 //! A [`RateLimiter`] admits at most **burst + rate × elapsed** cells over any span of time,
 //! under any concurrency: the bucket is one compare-and-swap on a single word, so no
 //! interleaving of callers can spend a cell twice. A refusal is
-//! [`RejectReason::RateLimited`](crate::RejectReason::RateLimited) with the instant at which the call would be admitted.
+//! [`RejectReason::RateLimited`] with the instant at which the call would be admitted.
 //! [`KeyedRateLimiter`] gives each tenant or contract its own bucket in bounded memory.
 //!
 //! # A rate limiter does not bound concurrency
