@@ -205,6 +205,10 @@ def main():
                       (": " + bs if bs else "") + val)
 
     visited = set()
+    # Every public path of each item: it is written out once, at its canonical path (outside any
+    # prelude, the fewest segments, then the first by name), and every other path is a `pub use`
+    # line pointing there.
+    paths_of = {}
 
     def item(path, it):
         if it is None:
@@ -214,12 +218,17 @@ def main():
         if key in visited:
             return
         visited.add(key)
-        a = attrs(it)
         if k == "module":
             lines.add(path + " :: mod")
             for c in v["items"]:
                 child(path, get(c))
-        elif k == "struct":
+            return
+        paths_of.setdefault(it["id"], []).append(path)
+
+    def expand(path, it):
+        (k, v), = it["inner"].items()
+        a = attrs(it)
+        if k == "struct":
             kind = v["kind"]
             if "plain" in kind:
                 for f in kind["plain"]["fields"]:
@@ -298,6 +307,11 @@ def main():
 
     root = get(doc["root"])
     item(root["name"], root)
+    for i, paths in paths_of.items():
+        paths.sort(key=lambda p: ("::prelude::" in p, p.count("::"), p))
+        expand(paths[0], get(i))
+        for p in paths[1:]:
+            lines.add(p + " :: pub use " + paths[0])
     for line in sorted(x.replace("$crate::", "") for x in lines):
         print(line)
 

@@ -187,6 +187,7 @@ pub mod hyper;
 pub mod inbound;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+pub mod prelude;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 #[cfg(feature = "tower")]

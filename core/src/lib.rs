@@ -29,6 +29,8 @@
 //! * [`bulkhead`]: a hard concurrency cap, and the signal async adapters wait on.
 //! * [`rate_limit`]: GCRA token bucket, and per-key limits in a fixed table.
 //!
+//! [`prelude`] brings what a first program needs into scope in one `use`.
+//!
 //! And for a server's own capacity, [`inbound`]: admission by priority, a bounded queue with
 //! CoDel and adaptive LIFO, and deadlines that arrive with requests.
 //!
@@ -87,6 +89,7 @@ pub mod hedge;
 pub mod inbound;
 pub mod limiter;
 pub mod observe;
+pub mod prelude;
 pub mod random;
 pub mod rate_limit;
 pub mod retry;
