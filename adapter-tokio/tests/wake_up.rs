@@ -341,12 +341,13 @@ mod storm {
     /// waiter that is not scheduled holds the queue behind it for that whole delay, which
     /// only the machine bounds: under `scripts/load-test.sh` (about four times
     /// oversubscribed, two cores) runs measured up to 59 ms, with the sampler's own longest
-    /// gap at 32 ms in that run. So the bound is the machine's, measured in the same run:
-    /// 50 ms (the nominal bound, counted in `over_bound`), or twice the longest the sampler
-    /// itself went without running (once for the woken worker's turn, once for the lock a
-    /// preempted sampler holds), whichever is larger. What it guards: a claim never
-    /// resolved, or a waiter never polled, holds the queue until the waiters' 500 ms
-    /// `max_wait`.
+    /// gap at 32 ms in that run, and 58.9 ms in another with the sampler's gap at only 20 ms
+    /// (the woken worker and the sampler are different threads, so one's gap does not bound
+    /// the other's). What it guards: a claim never resolved, or a waiter never polled, holds
+    /// the queue until the waiters' 500 ms `max_wait`. So the assertion's bound is half that
+    /// (250 ms), five times the longest hold seen at four times oversubscription, or twice
+    /// the sampler's own longest gap if a run stalls longer; 50 ms stays the nominal bound
+    /// the report counts episodes over.
     #[derive(Clone, Copy, Debug)]
     struct Bounds {
         unclaimed: Duration,
@@ -483,7 +484,7 @@ mod storm {
             "a waiter sat behind a free slot no wake-up claimed for {:?}",
             seen.unclaimed.longest
         );
-        let claimed_bound = bounds.claimed.max(2 * seen.longest_gap);
+        let claimed_bound = (MAX_WAIT / 2).max(2 * seen.longest_gap);
         assert!(
             seen.claimed.longest <= claimed_bound,
             "the queue sat behind a free slot a woken waiter claimed for {:?} (bound {:?}: \
