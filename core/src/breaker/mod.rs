@@ -43,52 +43,20 @@
 //! the hung probe's outcome, if it ever comes, is late (resilience4j's
 //! `maxWaitDurationInHalfOpenState`, which there defaults to waiting forever).
 //!
-//! **Epochs**: every transition increments an epoch kept in the state word, and a permit carries
-//! the epoch that issued it. An outcome from an earlier epoch is ignored: a call admitted before
-//! the circuit opened cannot count against the half-open probes, and a slow probe from an
-//! earlier half-open cannot close the circuit (Polly #217, resilience4j #1432). The epoch has
-//! 17 bits; a permit that lives through a multiple of 131,072 transitions would be taken for a
-//! current one.
+//! **Epochs**: a permit carries the epoch of the state that issued it; an outcome that arrives
+//! after a transition is late and ignored, so a call admitted before the circuit opened cannot
+//! count against the half-open probes (Polly #217, resilience4j #1432).
 //!
-//! **Concurrency**: `&self`, `Sync`, lock-free, and only 32-bit atomics. What is exact: every
-//! transition happens once (the thread whose compare-and-swap moves the state emits its
-//! [`Event::CircuitTransition`]), the half-open probe count, and the epoch rule. What is
-//! approximate: the window's counts (see [`TimeBuckets`] and [`CallRing`] for exactly how), the
-//! consecutive-failure count (a success and a failure settling together may be seen in either
-//! order), an outcome settling at the instant of a transition (it may land in the window just
-//! cleared), and the growth count of the open wait (a re-open racing the next one may miss one
-//! step).
+//! **Concurrency**: `&self`, `Sync`, lock-free, and only 32-bit atomics. Every transition
+//! happens once (one [`Event::CircuitTransition`] each) and the probe count is exact; the
+//! window's counts and the failure streak are approximate only where two outcomes settle
+//! together (see [`TimeBuckets`] and [`CallRing`]).
 //!
-//! **Time**: the end of the open wait and the end of the half-open period are each stored as
-//! a 32-bit tick word beside its era (the word's high part, in quarter circles; see
-//! `time::era`), and read back as a full 64-bit tick count compared with `now`'s in 64-bit
-//! arithmetic: no idle gap of any length, a second or ten years, changes a decision. Each timer
-//! has its own scale, the finest on which its longest run is under 2^31 ticks (4 ns for the
-//! default 5 s wait, 32 ns for the minute in half-open), fixed when the breaker is built. A
-//! remaining time longer than the timer's longest run (of any configuration in force so far,
-//! see [`Breaker::reconfigure`]) can only come from time going backwards: it reads as over, so the
-//! breaker probes early (and a half-open period ends) rather than waiting for time to catch up.
-//! Time going backwards by more than a quarter of a word's circle leaves that word's era ahead
-//! of the clock, and every end written until time catches up reads as over: the breaker then
-//! probes on the first call after each opening, but is never stuck. Nothing panics.
+//! **Time**: no idle gap of any length, a second or ten years, changes a decision. Time going
+//! backwards makes the breaker probe early, never wait longer; nothing panics. A permit leaked
+//! with `mem::forget` holds its probe slot until [`Breaker::reset`].
 //!
-//! **Who writes an end**: the thread that makes the transition (the opener, or the thread that
-//! takes the first probe out of open), *before* its compare-and-swap on the state word, so no
-//! reader ever sees the new state with the previous end. It writes by compare-and-swap from
-//! the value it read *before* re-checking that the state word still reads the state the
-//! transition leaves. So a writer that decided on an older state (one preempted across later
-//! transitions) cannot overwrite a later end: its swap finds a newer value, or its re-check a
-//! newer state. Threads racing to make the same transition (two failures settling together,
-//! two calls arriving as the wait ends) each publish their own end, era first, then the word:
-//! never torn, each read back exactly. The state's swap picks one winner, whose event is
-//! emitted; the end left is that of whichever racer published last, computed like the
-//! winner's from the same state at the same moment, with its own `now` and jitter draw
-//! (`loom_breaker` checks it is whole and one of theirs). Taking a loser's end back is not
-//! safe: two racers with equal ends make the take-back erase the winner's. The exception to
-//! all this is an ABA of the low 32 bits: a writer preempted while later ends are written,
-//! until one has exactly the low bits it read.
-//!
-//! A permit leaked with `mem::forget` holds its probe slot until [`Breaker::reset`].
+//! Design notes (who writes an end, epochs, eras): docs/design/breaker.md
 //!
 //! # Example: open, wait, probe, close, on a manual clock
 //!
@@ -546,11 +514,9 @@ impl<W: OutcomeWindow> Breaker<W> {
     }
 
     /// Publishes `end` (a full tick count; the writer's own count for now is `now`) in `word`
-    /// while the state word still reads `from`. The compare-and-swap on `word` is from the value read
-    /// *before* the state is re-checked, so a writer that decided on an older state cannot
-    /// overwrite the end of a later transition: its swap finds a newer value, or its re-check
-    /// a newer state. Fails with the state word when it no longer reads `from`. Lock-free: a
-    /// failed swap means another writer's succeeded.
+    /// while the state word still reads `from`; fails with the state word when it no longer
+    /// reads `from`.
+    // Why: docs/design/breaker.md#who-writes-an-end
     fn publish(&self, word: &TimeWord, from: u32, now: u64, end: u64) -> Result<(), u32> {
         loop {
             let (low, seen, _) = word.read();
