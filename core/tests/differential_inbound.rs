@@ -127,7 +127,7 @@ fn busy_runs_exercise_every_path() {
     // sojourns stood above target for an interval without it emptying through dispatch; once
     // a queue stands for Fail at Scale, waits above target are dropped first. Its drops are
     // checked by `codel_per_pop_equals_rfc_8289` and the core's dispatch unit tests.)
-    let mut total = [0u64; 7];
+    let mut total = [0u64; 8];
     for seed in 0..64u64 {
         let config = InboundConfig {
             queue: 8,
@@ -150,7 +150,14 @@ fn busy_runs_exercise_every_path() {
         )
         .unwrap_or_else(|m| panic!("seed {seed}: {m}"));
         for (t, x) in total.iter_mut().zip([
-            r.admitted, r.queued, r.rejected, r.served, r.shed[1], r.shed[3], r.standing,
+            r.admitted,
+            r.queued,
+            r.rejected,
+            r.served,
+            r.shed[1],
+            r.shed[3],
+            r.standing,
+            r.overloaded,
         ]) {
             *t += x;
         }

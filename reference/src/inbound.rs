@@ -13,8 +13,14 @@
 //! * **shares**: `total − ⌊total · reserved · rank / 3⌋` on plain integers, `reserved` in
 //!   millionths.
 //! * **the queue**: four lines of waiting requests in arrival order; the dispatch rule
-//!   (expire the oldest per line (M only for sheddable lines), then the most critical line's oldest or newest, then its
-//!   deadline, then CoDel) re-stated over them.
+//!   (expire the oldest per line (M only for sheddable lines), then the most critical line's
+//!   oldest, or its newest while the queue stands and that oldest has no deadline, then its
+//!   deadline, then CoDel for sheddable lines only) re-stated over them.
+//! * **early shedding**: a newcomer that would wait is shed at once when
+//!   `(waiters of its criticality or more + 1) × service / limit` is longer than it may wait
+//!   or would take it past its deadline; the busy period (numbered, one more each time the
+//!   queue goes from empty to one waiter) is overloaded once an arrival was shed for room or
+//!   time in it, and then every class may wait only `target`.
 //!
 //! What is shared rather than re-stated: the per-pop CoDel controller ([`Codel`]) — it is held
 //! to [`RfcCodel`], the RFC's pseudocode over a packet queue, by its own differential test and by
@@ -247,6 +253,9 @@ pub struct Model {
     /// Requests holding a waiting place.
     pub waiting: u64,
     busy_since: u64,
+    /// The number of the current busy period, and of the last that overflowed.
+    period: u64,
+    overflowed: u64,
     /// The waiting requests, one line per priority (`Priority::rank`).
     pub lines: [VecDeque<ModelWaiter>; 4],
     /// The model's CoDel (the core's controller; see the module docs).
@@ -272,6 +281,8 @@ impl Model {
             interval_ticks: interval.div_ceil(1 << shift),
             waiting: 0,
             busy_since: 0,
+            period: 0,
+            overflowed: u64::MAX,
             lines: Default::default(),
             codel: Codel::new(c.codel),
         }
@@ -306,6 +317,42 @@ impl Model {
         }
     }
 
+    /// Waiters of `p`'s criticality or more.
+    pub fn ahead(&self, p: Priority) -> u64 {
+        self.lines[..=p.rank() as usize]
+            .iter()
+            .map(|l| l.len() as u64)
+            .sum()
+    }
+
+    /// `(ahead + 1) × service / limit` (ns).
+    pub fn predicted(&self, ahead: u64) -> u64 {
+        let limit = u128::from(self.limiter.whole_limit().max(1));
+        let w = u128::from(self.service()) * (u128::from(ahead) + 1) / limit;
+        w.min(u128::from(u64::MAX)) as u64
+    }
+
+    /// Whether the current busy period overflowed.
+    pub fn overloaded(&self) -> bool {
+        self.waiting > 0 && self.overflowed == self.period
+    }
+
+    fn admission_wait(&self, now: u64, p: Priority) -> u64 {
+        if self.overloaded() {
+            self.target
+        } else {
+            self.timeout(now, p)
+        }
+    }
+
+    fn full(&mut self, now: u64) -> ModelDecision {
+        self.overflowed = self.period;
+        ModelDecision::Reject {
+            cause: ShedCause::QueueFull,
+            retry_at: Some(now.saturating_add(self.retry_after)),
+        }
+    }
+
     /// An arrival of `priority` at `now` with `deadline` (ns).
     pub fn admit(&mut self, now: u64, priority: Priority, deadline: Option<u64>) -> ModelDecision {
         if let Some(d) = deadline
@@ -321,21 +368,33 @@ impl Model {
         {
             return ModelDecision::Admit(self.limiter.admit(now).expect("under the limit"));
         }
+        let predicted = self.predicted(self.ahead(priority));
+        let wait = self.admission_wait(now, priority);
+        if predicted > wait {
+            return self.full(now);
+        }
+        if let Some(d) = deadline
+            && !self.can_meet(now.saturating_add(predicted), d)
+        {
+            self.overflowed = self.period;
+            return ModelDecision::Reject {
+                cause: ShedCause::Deadline,
+                retry_at: None,
+            };
+        }
         if self.waiting < self.share(self.queue, priority) {
             self.waiting += 1;
             if self.waiting == 1 {
                 self.busy_since = now;
+                self.period += 1;
             }
-            let mut until = now.saturating_add(self.timeout(now, priority));
+            let mut until = now.saturating_add(wait);
             if let Some(d) = deadline {
                 until = until.min(d.saturating_sub(self.service()));
             }
             return ModelDecision::Queue { until };
         }
-        ModelDecision::Reject {
-            cause: ShedCause::QueueFull,
-            retry_at: Some(now.saturating_add(self.retry_after)),
-        }
+        self.full(now)
     }
 
     /// The refusal a waiter leaving with `cause` at `now` gets.
@@ -414,14 +473,20 @@ impl Model {
                         .find(|p| !self.lines[p.rank() as usize].is_empty())
                         .expect("a waiter");
                     let line = &self.lines[p.rank() as usize];
-                    let (end, w) = if standing {
+                    let oldest = *line.front().expect("a waiter");
+                    let (end, w) = if standing && oldest.deadline.is_none() {
                         (End::Newest, *line.back().expect("a waiter"))
                     } else {
-                        (End::Oldest, *line.front().expect("a waiter"))
+                        (End::Oldest, oldest)
                     };
                     let sojourn = Duration::from_nanos(now.saturating_sub(w.since));
                     if w.deadline.is_some_and(|d| !self.can_meet(now, d)) {
                         Some((p, end, ShedCause::Deadline))
+                    } else if p.is_critical() {
+                        let w = self.take(p, end);
+                        let permit = self.limiter.admit(now).expect("a free slot");
+                        served.push((w.id, permit));
+                        None
                     } else {
                         match self.codel.pop(Instant::from_nanos(now), sojourn, len - 1) {
                             Pop::Drop => Some((p, end, ShedCause::QueueDelay)),
@@ -494,6 +559,8 @@ pub struct InboundReport {
     pub shed: [u64; 4],
     /// Dispatches that found the queue standing.
     pub standing: u64,
+    /// Arrivals that found the queue overloaded (an arrival shed in its busy period).
+    pub overloaded: u64,
 }
 
 /// The real admission beside its model, with the same waiting requests on both sides.
@@ -542,6 +609,9 @@ impl<'a> InboundTwin<'a> {
         deadline: Option<Deadline>,
     ) -> Result<(), String> {
         let t = now.as_nanos();
+        if self.real.overloaded() {
+            self.report.overloaded += 1;
+        }
         let model = self
             .model
             .admit(t, priority, deadline.map(|d| d.instant().as_nanos()));
@@ -694,6 +764,7 @@ impl<'a> InboundTwin<'a> {
             self.real.limit(),
             self.real.standing(now),
             self.real.service_time(),
+            self.real.overloaded(),
         );
         let model = (
             self.model.limiter.in_flight as u32,
@@ -701,10 +772,12 @@ impl<'a> InboundTwin<'a> {
             self.model.limiter.whole_limit() as u32,
             self.model.standing(now.as_nanos()),
             Duration::from_nanos(self.model.service()),
+            self.model.overloaded(),
         );
         if real != model {
             return Err(format!(
-                "(in flight, waiting, limit, standing, service) real {real:?}, model {model:?}"
+                "(in flight, waiting, limit, standing, service, overloaded) real {real:?}, \
+                 model {model:?}"
             ));
         }
         if real.0 as usize != self.running.len() || real.1 as usize != self.lines.len() {

@@ -10,16 +10,20 @@
 //! 2. the oldest waiter of some class has waited its time (`interval`, or `target` for a
 //!    sheddable class while the queue stands) or can no longer meet its deadline: drop it;
 //! 3. otherwise the candidate is the most critical class's oldest waiter, or its newest while
-//!    the queue stands (adaptive LIFO: under a standing queue the newest request has the most
-//!    of its deadline left, and the oldest are the ones whose clients are giving up);
+//!    the queue stands and that oldest brought no deadline (adaptive LIFO: under a standing
+//!    queue the newest request has the most of its time left, and the oldest are the ones
+//!    whose clients are giving up; a line of requests with deadlines is served oldest first,
+//!    which is earliest deadline first, and each was admitted only if its predicted start
+//!    left it time, so LIFO would only make the oldest miss a deadline they could meet);
 //! 4. a candidate that cannot meet its deadline is dropped;
-//! 5. CoDel sees the candidate's sojourn: drop it (the delay has stood above target for an
-//!    interval) or serve it.
+//! 5. a SHEDDABLE or SHEDDABLE_PLUS candidate goes through [`Codel`], which sees its sojourn:
+//!    drop it (the delay has stood above target for an interval) or serve it. A CRITICAL or
+//!    CRITICAL_PLUS candidate is served: it was admitted only with a predicted wait within
+//!    its time, and dropping it after it waited would answer it late and lose a request a FIFO
+//!    would have served (issue 36); the overloaded queue's short wait bounds its queue instead.
 //!
 //! A drop is answered at once ([`ShedCause`]); the next step follows at the same instant, as
-//! RFC 8289's dequeue loop does. While the queue stands LIFO serves fresh requests, whose
-//! sojourns are short, so CoDel acts while the queue drains in FIFO order and Fail at Scale's
-//! shorter wait bounds it while it stands.
+//! RFC 8289's dequeue loop does.
 
 use core::ops::Deref;
 
@@ -145,7 +149,10 @@ impl Inbound {
             codel.empty(now);
             return Step::Empty;
         };
-        let end = if standing { End::Newest } else { End::Oldest };
+        let end = match backlog.peek(priority, End::Oldest) {
+            Some(oldest) if standing && oldest.deadline.is_none() => End::Newest,
+            _ => End::Oldest,
+        };
         let Some(w) = backlog.peek(priority, end) else {
             return Step::Empty;
         };
@@ -157,6 +164,9 @@ impl Inbound {
                 end,
                 cause: ShedCause::Deadline,
             };
+        }
+        if priority.is_critical() {
+            return Step::Serve { priority, end };
         }
         match codel.pop(now, now.saturating_duration_since(w.since), len - 1) {
             Pop::Drop => Step::Drop {

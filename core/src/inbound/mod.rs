@@ -11,10 +11,14 @@
 //!   [`Limiter`](crate::limiter) (the handler's latency is its sample), or a fixed one.
 //! * **queue until an instant** ([`Decision::Queue`]): it waits for a slot, at most until
 //!   [`QueuePlace::until`]: `interval` (Fail at Scale's N, 100 ms) after arrival, or only
-//!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N), and
-//!   never past its own deadline less a typical service time.
+//!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N) and
+//!   for every request while the queue is overloaded (an arrival was shed since it last
+//!   emptied), and never past its own deadline less a typical service time.
 //! * **reject with a retry-at** ([`Decision::Reject`] with a [`Shed`]): the queue has no room
-//!   for this priority, or the deadline cannot be met.
+//!   for this priority, or the request's predicted wait (its place in the queue × the time
+//!   between completions, [`Inbound::predicted_wait`]) is longer than it may wait or would
+//!   take it past its deadline. The refusal is decided and answered on arrival, not when the
+//!   wait or the deadline runs out.
 //!
 //! Priority ([`Priority`], Google SRE's criticalities) applies only under load: each
 //! criticality may fill a smaller share of the limit and of the queue (Stripe's 20 % kept for
@@ -70,6 +74,7 @@ mod permit;
 mod priority;
 mod shed;
 mod standing;
+mod wait;
 
 pub use codel::{Codel, CodelConfig, Pop, control_delay};
 pub use config::{InboundConfig, InboundConfigError, MAX_INTERVAL, MAX_QUEUE};
@@ -83,6 +88,7 @@ use core::time::Duration;
 
 use crate::limiter::Limiter;
 use crate::slots::Slots;
+use crate::sync::AtomicU32;
 use crate::time::{Deadline, Instant};
 use standing::BusySince;
 
@@ -91,7 +97,12 @@ use standing::BusySince;
 pub struct Inbound {
     limiter: Limiter,
     queued: Slots,
+    /// Waiters per criticality (`Priority::rank`), for the position a newcomer takes.
+    classes: [Slots; 4],
     busy: BusySince,
+    /// The number of the current busy period, and of the last one that overflowed (`wait.rs`).
+    period: AtomicU32,
+    overflowed: AtomicU32,
     queue: u32,
     /// `reserved` in millionths.
     reserved: u32,
@@ -128,7 +139,10 @@ impl Inbound {
             Ok(Inbound {
                 limiter,
                 queued: Slots::new(),
+                classes: [Slots::new(), Slots::new(), Slots::new(), Slots::new()],
                 busy: BusySince::new(config.codel.interval),
+                period: AtomicU32::new(0),
+                overflowed: AtomicU32::new(u32::MAX),
                 queue: config.queue,
                 reserved,
                 codel: config.codel,
@@ -172,15 +186,26 @@ impl Inbound {
         {
             return Decision::Admit(InboundPermit::new(this.clone(), now, n, limit));
         }
+        // It would wait: shed it now if it cannot be served in the time it may wait, or
+        // before its deadline (`wait.rs`), rather than when that time runs out.
+        let predicted = inbound.predicted_wait(inbound.ahead(priority));
+        let wait = inbound.admission_wait(now, priority);
+        if predicted > wait {
+            inbound.overflow();
+            return Decision::Reject(inbound.full(now));
+        }
+        if let Some(d) = deadline
+            && !inbound.can_meet(now.saturating_add(predicted), d)
+        {
+            inbound.overflow();
+            return Decision::Reject(Shed::new(ShedCause::Deadline, None));
+        }
         match inbound
             .queued
             .try_acquire(priority.share_of(inbound.queue, inbound.reserved))
         {
             Ok(n) => {
-                if n == 1 {
-                    inbound.busy.mark(now);
-                }
-                let wait = inbound.queue_timeout(now, priority);
+                inbound.joined(now, priority, n);
                 let mut until = now.saturating_add(wait);
                 if let Some(d) = deadline {
                     until = until.min(d.instant().saturating_sub(inbound.service_time()));
@@ -193,7 +218,10 @@ impl Inbound {
                     until,
                 ))
             }
-            Err(_) => Decision::Reject(inbound.full(now)),
+            Err(_) => {
+                inbound.overflow();
+                Decision::Reject(inbound.full(now))
+            }
         }
     }
 
@@ -278,3 +306,5 @@ impl Inbound {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+mod tests_wait;

@@ -164,7 +164,7 @@ impl<P: Deref<Target = Inbound>> QueuePlace<P> {
         };
         match inbound.limiter.acquire_within(|limit| limit) {
             Some((n, limit)) => {
-                inbound.queued.release();
+                inbound.left(self.priority);
                 Ok(InboundPermit::new(inbound, now, n, limit))
             }
             None => {
@@ -197,7 +197,7 @@ impl<P: Deref<Target = Inbound>> QueuePlace<P> {
 impl<P: Deref<Target = Inbound>> Drop for QueuePlace<P> {
     fn drop(&mut self) {
         if let Some(inbound) = self.inbound.take() {
-            inbound.queued.release();
+            inbound.left(self.priority);
         }
     }
 }

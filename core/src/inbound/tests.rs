@@ -412,7 +412,8 @@ fn dispatch_drops_the_candidate_when_its_own_deadline_is_gone() {
 #[test]
 fn dispatch_lets_codel_drop_in_fifo_order() {
     // A queue that keeps emptying (never standing for Fail at Scale) but whose requests all
-    // waited above target for an interval: CoDel drops.
+    // waited above target for an interval: CoDel drops (sheddable requests: a critical one
+    // is not CoDel's to drop).
     let inbound = fixed(1, 100);
     let mut codel = Codel::new(inbound.codel_config());
     let mut keep = Vec::new();
@@ -422,10 +423,14 @@ fn dispatch_lets_codel_drop_in_fifo_order() {
         let now = T0 + ms(10 * round);
         let running = keep
             .pop()
-            .unwrap_or_else(|| admitted(inbound.admit(now - ms(9), Priority::Critical, None)));
+            .unwrap_or_else(|| admitted(inbound.admit(now - ms(9), Priority::Sheddable, None)));
         // Three arrivals that have waited 8 ms each when the running request finishes.
         for _ in 0..3 {
-            lines.push(queued(inbound.admit(now - ms(8), Priority::Critical, None)));
+            lines.push(queued(inbound.admit(
+                now - ms(8),
+                Priority::Sheddable,
+                None,
+            )));
         }
         drop(running);
         let (_, shed) = run(&inbound, &mut codel, now, &mut lines, &mut keep);
@@ -435,7 +440,7 @@ fn dispatch_lets_codel_drop_in_fifo_order() {
                 .map(|s| s.0),
         );
         // The rest leave (time out) before the next round: the queue empties.
-        while let Some(p) = lines.take(Priority::Critical, End::Oldest) {
+        while let Some(p) = lines.take(Priority::Sheddable, End::Oldest) {
             drop(p);
         }
     }
