@@ -195,6 +195,15 @@ pub mod tower;
 #[cfg(feature = "tracing")]
 pub mod tracing;
 
+/// The guide: getting started, a chapter per policy, operating, testing, the simulator,
+/// embedded targets and migrating. Its code blocks run as doc tests of the `resilix-guide`
+/// crate under plain `cargo test`.
+#[cfg(doc)]
+pub mod _guide {
+    #![doc = include_str!("../../docs/guide/README.md")]
+    include!("../../guide/chapters.rs");
+}
+
 /// The README's examples (the core's and this crate's), compiled and run as doc tests here,
 /// where tokio is at hand, so they cannot rot.
 #[cfg(doctest)]
