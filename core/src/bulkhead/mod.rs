@@ -71,36 +71,12 @@
 //! [`wait::WaitQueue::pop`] in the configured order ([`wait::WaitQueue::pop_expired`] first
 //! finds those whose wait is over).
 //!
-//! **No lost wake-up.** The release count is read before the attempt and bumped after the
-//! slot is freed. If a release frees a slot that step 1 did not see, its bump comes after that
-//! read. Step 4 is a read-modify-write on the same count, so the bump and step 4 are ordered:
-//! either step 4 comes later and sees the bump (retry), or the bump comes later and, reading
-//! what step 4 wrote, sees everything the waiter did before it — its registration — so the
-//! hook call after the bump finds the waiter. Any registration works (a lock, a plain atomic
-//! store); no `SeqCst` is needed anywhere. A loom model checks this (`loom_bulkhead.rs`).
+//! The protocol loses no wake-up and needs no `SeqCst`; the hook wakes a waiter but does not
+//! hand it the slot, so fairness (FIFO by default, LIFO under sustained overload, where the
+//! newest waiter is the one whose caller still waits) is the adapter's, and
+//! [`crate::waiters`] passes on a wake-up a woken waiter did not use.
 //!
-//! **No hand-off, so fairness is the adapter's.** The hook wakes a waiter; it does not give it
-//! the freed slot. A caller that skips the queue can take the slot first (barging), and the
-//! woken waiter goes back to sleep at its place. An adapter that sends every caller through
-//! its queue whenever the queue is not empty is exactly FIFO (or LIFO) among its callers. The
-//! core keeps no per-waiter state because a waiter cancelled between hand-off and wake-up
-//! would need one to return the slot, and that state cannot be kept without storage per
-//! waiter.
-//!
-//! **A wake-up is owed until it is resolved.** Without hand-off, a woken waiter that leaves
-//! without taking the slot (refused by another policy of the pipeline, its deadline passed,
-//! its future dropped) would leave the slot free and the next waiter asleep behind it until
-//! its own max wait. The adapter must pass such a wake-up on: [`crate::waiters`] counts the
-//! wake-ups given and not yet resolved under its lock, resolves each one when the waiter is
-//! back from the pipeline, and wakes the next waiter when a free slot is left that no other
-//! wake-up claims. Reading the free slots under that lock loses nothing: a release frees its
-//! slot before its hook takes the lock, so a read that missed the slot is followed by the
-//! hook's wake-up (`loom_waiters.rs` checks every way out).
-//!
-//! **FIFO by default, LIFO as an option.** Under a short burst FIFO is fair. Under sustained
-//! overload the oldest waiter is the one whose caller has most likely given up, so serving it
-//! first spends the freed slot on an answer nobody waits for; LIFO serves the newest, which
-//! still has a chance (Facebook's adaptive LIFO, quoted in the essay (docs/design/essay.md)).
+//! Design notes (no lost wake-up, no hand-off): docs/design/bulkhead.md#the-wait-protocol-why-it-holds
 //!
 //! A synchronous waiter, on the manual timeline, following the protocol (the queue is a
 //! `RefCell` here because the example is single-threaded; an adapter uses a mutex or a

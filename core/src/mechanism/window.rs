@@ -13,7 +13,7 @@
 //! counter and the delta are below 2^31, a saturating compare-and-swap above, so counts
 //! saturate at `u32::MAX`; a wrap would need 2^31 added by adds racing one another between one
 //! add's read of the counter and its `fetch_add`). Only at a bucket boundary can a few be
-//! lost, and only while a claim runs (see [Claiming a bucket](#claiming-a-bucket)). A reader
+//! lost, and only while a claim runs (see below). A reader
 //! concurrent with a writer may see a counter of a bucket before its companion (calls before
 //! failures). Statistical windows may be approximate (docs/design/contracts.md §4); nothing that must be
 //! exact lives here. Single-threaded, the window is exact.
@@ -25,36 +25,12 @@
 //! Buckets are at least 8 ns long, so a 31-bit period word's era fits in a `u32` for the whole
 //! timeline and the era protocol keeps its slack.
 //!
-//! # Claiming a bucket
+//! A claim of a bucket is three steps (mark, zero, publish), so a bucket's old counts never
+//! appear in a new period, even to a concurrent reader; the loss at a boundary is the
+//! increments that land between a claim's mark and its zeroing.
 //!
-//! A claim of a bucket for period `p` is three steps: a compare-and-swap of the period word
-//! from what the claimer read to `CLAIMING | p` (the one claimer that wins it zeroes), then the
-//! era raised to cover `p` and the counters zeroed, then a compare-and-swap from
-//! `CLAIMING | p` to `p` that publishes the period. Readers skip a bucket marked `CLAIMING`
-//! and read the era *before* the word (an era raised by a claim is only ever raised after that
-//! claim's mark, so a reader that sees the new era sees the mark or the zeroed, published
-//! bucket, never the old word with the new era). Hence:
-//!
-//! * **a bucket's old counts never appear in a new period**, not even to a reader concurrent
-//!   with the claim (the old code published the period before zeroing, and raised the era
-//!   before the swap, so a concurrent reader could count a bucket's old counts as the new
-//!   period's; after a whole circle, whose period word has the same low bits, the swap was a
-//!   no-op that any number of late claimers "won", each zeroing again);
-//! * the loss at a bucket boundary is the increments that land on the bucket between a claim's
-//!   mark and its zeroing (adds that find the bucket marked for their own period add beside the
-//!   claim), and a reader concurrent with a claim does not count the bucket being claimed: both
-//!   transient undercounts, at most the calls crossing the boundary while a claim runs;
-//! * the same slot a whole circle later: the word's low bits are unchanged, so a late claimer
-//!   that read the era before an earlier claim of the same period raised it could win the swap
-//!   against the *published* word. It re-reads the era after its swap; if the word it replaced
-//!   already meant `p`, it puts it back without zeroing.
-//!
-//! A thread descheduled between reading a bucket and adding to it for longer than a whole
-//! window adds its increment to the bucket's next period; one descheduled for three quarters
-//! of a circle is past the era protocol's slack. Both are bounded by the thread's own calls.
-//!
-//! Time going backwards re-claims the bucket for the earlier period (the later buckets become
-//! invisible until time catches up).
+//! Design notes (the claim protocol and what it may lose):
+//! docs/design/time-and-eras.md#claiming-a-bucket
 
 use core::time::Duration;
 

@@ -6,31 +6,8 @@
 //! The limiters store the TAT's low 31 bits in an atomic word beside an [`Era`] and swap it
 //! with this decision.
 //!
-//! # Time and exactness
-//!
-//! `now` is read to the tick below. T is stored as `⌈T / tick⌉ + 1` ticks: an elapsed time
-//! read in ticks can be up to one tick longer than it was, and the extra tick per cell pays
-//! for it, so the bound `burst + elapsed · count / period` is exact in real nanoseconds
-//! against the configured rate (the last TAT is at most `⌊t₁⌋ + burst·T'` and at least
-//! `⌊t₀⌋ + cells·T'`, and `T' · tick ≥ T + tick`; found by the proptest). Restarting an idle
-//! bucket from the tick above instead (and no extra tick) would keep the bound but lose part
-//! of a cell of the burst whenever `now` lies inside a tick.
-//!
-//! # Wide time
-//!
-//! The stored TAT is its tick count modulo 2^31, and its [`Era`](crate::time::era::Era) is
-//! read after it. The era is kept in units of 2^32 ns whatever the slot's scale: that is the quarter
-//! circle of the finest 31-bit word (8 ns ticks, [`MIN_SHIFT`]), so it fits a `u32` for the
-//! whole timeline, and it names the same instant for both configuration slots (a
-//! reconfiguration changes the scale, never the era's meaning). For a slot of tick `2^s` it
-//! is converted to the slot's own quarter circles (`E >> (s − 3)`) before widening. A stored
-//! TAT points at most `span + 1` ticks past its writer's `now` (at most 2^30, half the circle),
-//! so the protocol reads it exactly for writers lagging up to a quarter circle (`time::era`).
-//!
-//! The hot path loads the era and compares it with `now`'s: when equal, the TAT is read by the
-//! 31-bit difference `TAT − f` alone (exact for every value a writer within the slack can have
-//! stored, see [`Gcra::debt`]); only when the era differs is the TAT widened to 64 bits, out of
-//! line. A bucket that is full at `now` is written as `f` itself (the TAT a full bucket has).
+//! Design notes (why `T` is stored one tick long, the era in 2^32 ns units, the hot path's
+//! 31-bit difference): docs/design/rate-limit.md#gcras-exactness-and-wide-time
 
 use core::time::Duration;
 
@@ -198,11 +175,9 @@ impl Gcra {
     /// `now` lags the latest admission (another thread's clock read, a small step backwards),
     /// refused. Anything further ahead, and anything behind, reads as a bucket left idle.
     ///
-    /// In `now`'s own era the 31-bit difference is the debt: a TAT stored by a writer whose
-    /// `now` lies in this era or the one before is less than two eras (≤ 2^30 ticks) behind
-    /// `f`, so its difference is above `circle − 2^30 ≥ limit` and reads as idle, as it is;
-    /// and one ahead by up to `limit` (≤ 2^30) reads as itself. In any other era the TAT is
-    /// widened to its full count first (`time::era`), so no idle gap changes the answer.
+    /// In `now`'s own era the 31-bit difference is the debt; in any other era the TAT is widened
+    /// to its full count first, so no idle gap changes the answer.
+    // Why the 31-bit difference is exact: docs/design/rate-limit.md#the-hot-paths-31-bit-difference
     #[inline]
     pub(crate) fn debt(&self, low: u32, seen: EraSeen, now: Now) -> u32 {
         let ahead = if seen.get() as u64 == now.era {

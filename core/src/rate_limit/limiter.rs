@@ -41,14 +41,9 @@ impl Slot {
         }
     }
 
-    /// The slot's parameters, read after an `Acquire` load of the state word that names this
-    /// slot. Relaxed suffices: a reconfiguration writes the slot before the compare-and-swap
-    /// that makes the word name it, and the reader's `Acquire` load of that word (or of a later
-    /// admission's, all read-modify-writes in its release sequence) synchronises with it, so
-    /// these loads see the slot as written or later. A later rewrite of the same slot happens
-    /// only after another reconfiguration has flipped the word away from it, and the stale
-    /// reader's compare-and-swap then fails (the one ABA the module docs name). On weakly
-    /// ordered targets this saves a barrier per field.
+    /// The slot's parameters, read (Relaxed) after an `Acquire` load of the state word that
+    /// names this slot.
+    // Why Relaxed suffices: docs/design/rate-limit.md#reconfiguration
     #[inline(always)]
     fn load(&self) -> Gcra {
         Gcra {

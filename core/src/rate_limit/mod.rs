@@ -24,44 +24,18 @@
 //! (default: one period's worth). Acquiring n cells takes all or none; n above the burst is
 //! [`AcquireError::ExceedsBurst`], an error that no amount of waiting fixes.
 //!
-//! # The state word, idle gaps and time that misbehaves
+//! # Precision, idle gaps and time
 //!
-//! The bucket is GCRA's theoretical arrival time (TAT), in ticks of a scale chosen per
-//! limiter: the coarsest on which the emission interval T = period / count is held to within
-//! 0.1%, but never finer than 8 ns (where intervals below 16 µs are held within 1%), made
-//! coarser only if burst × T would not fit below 2^30 ticks. T is stored as period / count
-//! rounded up to whole ticks, plus one tick: `now` is read to the tick below, so a caller's
-//! elapsed time can read up to one tick long, and the extra tick pays for it. The bound
-//! burst + rate × elapsed is therefore exact in real nanoseconds against the configured rate,
-//! for instants anywhere within a tick, at the price of a rate slightly below the one asked
-//! (0.1%, or up to 1% above 61,000 cells a second: every rate up to 600,000 a second is held
-//! that closely, and faster ones up to 1,250,000 a second where their interval falls close to
-//! the 8 ns ticks, as a million a second does). Bursts of at least 260,000 cells are held to
-//! 0.1% at every rate; [`RateLimitConfigError::RateBeyondResolution`] names the range.
+//! The emission interval T = period / count is held to within 0.1% (1% above 61,000 cells a
+//! second), rounded so that the bound burst + rate × elapsed holds exactly in real
+//! nanoseconds; [`RateLimitConfigError::RateBeyondResolution`] names the supported range. **No
+//! idle gap of any length changes a decision**: a bucket left alone for a second or a year is
+//! full when the next call comes. A caller whose clock lags another's (or a small step
+//! backwards) is refused with the wait; a larger step backwards refills the bucket rather
+//! than refusing for as long as the step, and a jump forward reads as a long idle.
 //!
-//! The TAT's low 31 bits are stored (the top bit names the configuration slot), beside an
-//! *era* (`time::era`): the TAT's high part, raised before every compare-and-swap that
-//! publishes a TAT and read after every load of it, so the full 64-bit TAT is recovered
-//! exactly and **no idle gap of any length changes a decision**: a bucket left alone for a
-//! day, a circle of the 31-bit word (17 s at 100,000 cells a second, 19.5 h at ten a second)
-//! or a year is full when the next call comes. The hot path pays one more load (the era) and
-//! a compare; the TAT is widened only when the era differs from `now`'s (once every 4.3 s of
-//! use at most, or after an idle gap).
-//!
-//! * **TAT up to burst × T ahead of now**: ordinary debt.
-//! * **Further ahead, by up to max(burst × T, 1 s)** (ours; capped so the whole stays below
-//!   2^30 ticks): a caller whose `now` lags the latest admission (another thread read the
-//!   clock later and admitted first) or a small step backwards. Real debt: refused, with the
-//!   wait. This is what keeps the bound exact when concurrent callers' clock readings are not
-//!   in the order of their admissions.
-//! * **Further ahead than that, or behind**: a bucket left idle. It reads as full. So a step
-//!   backwards larger than the allowance refills the bucket at once rather than refusing for
-//!   as long as the step (never a stuck state), and a jump forward of a year, or to
-//!   [`Instant::MAX`](crate::time::Instant::MAX), reads as a long idle.
-//! * **A caller descheduled for longer than a quarter circle** (2.1 s at 8 ns ticks, hours at
-//!   coarser ones) between reading its clock and publishing its admission, while others moved
-//!   the era on, can leave a TAT that later readers see up to a circle late (see
-//!   `time::era`): an error no larger than its own lag, never a stuck state.
+//! Design notes (the state word, the scale, era arithmetic, the one admitted ABA):
+//! docs/design/rate-limit.md
 //!
 //! # Cancellation
 //!
@@ -72,12 +46,8 @@
 //! # Reconfiguration
 //!
 //! [`RateLimiter::reconfigure`] changes rate and burst through `&self`. The cells in the bucket
-//! carry over, capped at the new burst, and the new rate refills from then on. The limiter
-//! keeps two configuration slots and the state word names the one it is measured in, so the
-//! switch is one compare-and-swap and no admission ever mixes the old state with the new
-//! configuration. (A caller that read the old slot, stalled through two reconfigurations and
-//! found the word bit-for-bit unchanged could decide once with a half-written slot; that needs
-//! the TAT to return to the same tick, and is the one ABA this design admits.)
+//! carry over, capped at the new burst, and the new rate refills from then on; no admission
+//! ever mixes the old state with the new configuration.
 //!
 //! ```
 //! use resilix::permit::{Env, Policy};

@@ -20,25 +20,12 @@
 //!   back into the full count, which is compared with the reader's own full count in 64-bit
 //!   arithmetic.
 //!
-//! Why it is exact. Let a count `v` be written by a writer whose own count for `now` is `t`,
-//! with `t ≤ v ≤ t + ahead` (`ahead` is 0 for "when it happened" stamps; a GCRA's theoretical
-//! arrival time points up to its burst tolerance into the future). The writer covered `t`
-//! before publishing, and the reader's `Acquire` load of the word synchronises with that
-//! publish, so the era `E` the reader loads afterwards is at least `era(t)`: hence
-//! `v ≤ latest(E) + ahead`, where `latest(E)` is the last count of era `E`. [`widen`] returns
-//! the largest count congruent to the stored bits that is at most `latest(E) + ahead`; that is
-//! `v` itself as long as `v > latest(E) + ahead − circle`, which holds when
-//! `(E − era(t) + 1) · quarter + ahead ≤ circle`. `E − era(t)` is 0 or 1 for writers whose
-//! `now` is current (1 when another writer's `now` crossed an era boundary meanwhile), more
-//! only for a writer that read its `now` and was then descheduled while others moved the era
-//! on. So with `ahead = 0` a writer may lag the newest era by three quarter circles — 12.9 s
-//! at the finest scale (4 ns ticks), hours at the usual ones — and still be read exactly; a
-//! word with `ahead > 0` must keep `ahead ≤ circle / 2` (one quarter of lag). A writer lagging
-//! further (a thread descheduled for longer, or time going backwards by more) is read as one
-//! or more circles later than it was: an error no larger than its own lag, never a stuck state.
+//! With that protocol a stored count is read back exactly after an idle gap of any length, and
+//! for a writer lagging the newest era by up to three quarter circles (one quarter for a count
+//! that points up to half a circle ahead, such as a GCRA arrival time); a writer lagging
+//! further is read at most one circle late, never stuck.
 //!
-//! An idle gap changes nothing: the era and the word were written together and stay as they
-//! were; the reader widens the word to its true count.
+//! Design notes (why it is exact): docs/design/time-and-eras.md#why-it-is-exact
 //!
 //! A word never written reads as count 0 in era 0, the timeline's origin: "long ago" for every
 //! `now` of a real timeline, which is what every policy's initial state means.

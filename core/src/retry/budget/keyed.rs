@@ -19,40 +19,11 @@
 //! what the partition leaves open (the per-key floors, the overflow entry below, and a shared
 //! budget of another kind, such as a token bucket, which knows no traffic shares).
 //!
-//! # Why a ratio budget per key
-//!
-//! An entry must become forgettable on its own, or a fixed table fills with keys that went
-//! quiet and never serves a new key again (the registry leaks of resilience4j #650/#703). A
-//! ratio budget's window empties one window after the key's last first attempt or retry, and
-//! an empty window is exactly a new budget: that is the entry's **idle** test, judged by the
-//! table while nobody can use the entry, so the judgement is final. A
-//! [`TokenBucket`](super::TokenBucket) refills only from successes, never with time: a key
-//! that drained its bucket and went away would hold its entry for ever. A
-//! [`RetryBreaker`](super::RetryBreaker) needs many attempts per window before it has a rate
-//! at all (ten by default), which one key of many rarely has (Brooker's "tripping too early"
-//! with many small clients). So the per-key kind is fixed and the shared kind is free: `S` is
-//! any [`RetryBudget`], held by value or, to share it with other pipelines, by reference.
-//!
-//! # The order of the two grants, and why nothing leaks
-//!
-//! [`try_spend`](RetryBudget::try_spend) asks the key first, with the ratio budget's exact
-//! compare-and-swap, which reserves the retry; then the shared budget; if the shared budget
-//! refuses, the reservation is taken back while the entry is still pinned. Hence:
-//!
-//! * the shared budget pays only for retries that are made: it is asked only after the key
-//!   granted, and its grant is final. A hostile key's refused retries never spend from it;
-//!   they reach it only as [unretried failures](RetryBudget::record_unretried_failure), so a
-//!   gRPC bucket that charges every failure still charges them, as it would on its own;
-//! * the key pays only for retries that are made: a refusal by the shared budget gives the
-//!   key its retry back.
-//!
-//! The other orders leak. Shared first: a key's refusal would leave the shared budget spent
-//! for a retry that never happens — the hostile key draining the shared budget through its
-//! own refusals, the very thing to prevent. A look at the key before the shared spend and a
-//! spend after: another caller of the same key may take the key's last retry in between, and
-//! the shared budget would have paid for nothing. With the reservation, a caller of the same
-//! key that decides while another's reservation awaits the shared answer sees one retry more
-//! than granted: it may be refused once, never granted one too many.
+//! The per-key kind is a ratio budget because its window empties with time, so an idle key's
+//! entry can be reused; the shared kind `S` is any [`RetryBudget`], held by value or, to share
+//! it with other pipelines, by reference. The key is asked first and its grant is a
+//! reservation, taken back if the shared budget refuses: neither budget pays for a retry that
+//! is not made.
 //!
 //! # The table
 //!
@@ -77,17 +48,11 @@
 //! traffic. Construction is not `const`: build the table in `main` (or a once-cell) and share a
 //! reference.
 //!
-//! **Idle gaps of any length.** The window's period words are stored beside their eras
-//! (`time::era`), so an entry reads as empty after any gap (an hour, a year, decades) and as
-//! live within its window, whichever circle of its 31-bit period word the gap ends in.
+//! **Idle gaps and concurrency**: an entry reads as empty after a gap of any length and as live
+//! within its window; lock-free, nothing ever waits, and neither the key nor the shared budget
+//! ever grants more than it allows.
 //!
-//! **Concurrency.** Lock-free: nothing ever waits. The key's grant and the shared grant are
-//! each exact where their budget is (the ratio budget among callers in one bucket period);
-//! the refund is exact unless a caller a whole window later re-claims the same bucket at that
-//! moment (the shared window's boundary rule). `keyed_budget_stress` checks under many threads
-//! that no key and no shared budget ever grants more than it allows, and that every refund
-//! lands; `loom_keyed_budget` checks every interleaving of a refund with another grant and of
-//! a retry with `evict_idle`.
+//! Design notes (the order of the grants, concurrency): docs/design/retry-and-budgets.md#keyed-budgets
 //!
 //! ```
 //! use resilix::retry::budget::{KeyedBudget, RatioBudget, RetryBudget, PER_KEY_DEFAULT};
