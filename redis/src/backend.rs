@@ -6,10 +6,14 @@
 //! on that master's clock. Buckets of different keys spread over the masters; no decision ever
 //! needs two of them.
 
+use core::fmt;
 use core::time::Duration;
+use std::sync::Arc;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisError, RedisFuture, Value};
+
+use crate::managed::{Managed, ManagedCalls};
 
 /// A connection the fleet limiters decide on: cheap to clone (clones share the connection).
 ///
@@ -31,12 +35,17 @@ pub enum Backend {
     /// A Redis Cluster: each command is routed to the master of its key's slot.
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster_async::ClusterConnection),
+    /// Several connections to one primary, used in turn ([`Backend::pool`]), found either at
+    /// a fixed address or through Redis Sentinel ([`Backend::sentinel`]), which is asked
+    /// again whenever calls fail, so the limiters follow a promotion.
+    Managed(Arc<Managed>),
 }
 
-impl core::fmt::Debug for Backend {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Backend::Single(_) => f.write_str("Backend::Single"),
+            Backend::Managed(m) => fmt::Debug::fmt(m, f),
             #[cfg(feature = "cluster")]
             Backend::Cluster(_) => f.write_str("Backend::Cluster"),
         }
@@ -52,15 +61,82 @@ impl Backend {
     /// next call starts a new attempt.
     pub fn single<T: IntoConnectionInfo>(url: T, timeout: Duration) -> Result<Self, RedisError> {
         let client = redis::Client::open(url)?;
-        let cm = ConnectionManagerConfig::new()
-            .set_response_timeout(Some(timeout))
-            .set_connection_timeout(Some(timeout))
-            .set_number_of_retries(2)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(200));
-        Ok(Backend::Single(ConnectionManager::new_lazy_with_config(
-            client, cm,
-        )?))
+        Ok(Backend::Single(manager(client, timeout)?))
+    }
+
+    /// `connections` connections (at least 1) to the server on `url`, used in turn, each as
+    /// [`Backend::single`]'s. One connection pipelines every call on one task; more spread a
+    /// heavy offered load over more tasks and sockets.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use resilix_redis::Backend;
+    ///
+    /// let backend = Backend::pool("redis://127.0.0.1:6379/0", Duration::from_millis(20), 4)?;
+    /// assert_eq!(backend.connections(), 4);
+    /// # Ok::<(), redis::RedisError>(())
+    /// ```
+    pub fn pool<T: IntoConnectionInfo>(
+        url: T,
+        timeout: Duration,
+        connections: u32,
+    ) -> Result<Self, RedisError> {
+        Ok(Backend::Managed(Arc::new(Managed::fixed(
+            url.into_connection_info()?,
+            timeout,
+            connections,
+        )?)))
+    }
+
+    /// The primary that Redis Sentinel names `service`, asked of `sentinels` (any of them
+    /// answering), with `connections` connections to it. Connecting lazily: the sentinels are
+    /// asked on the first call, and again (at most every 50 ms) whenever a call fails or
+    /// times out; when they name another primary (a promotion), new connections replace the
+    /// old ones. `db` is the database on the primary.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use resilix_redis::Backend;
+    ///
+    /// let sentinels = ["redis://127.0.0.1:26379", "redis://127.0.0.1:26380"];
+    /// let backend = Backend::sentinel(sentinels, "mymaster", 0, Duration::from_millis(20), 1)?;
+    /// # Ok::<(), redis::RedisError>(())
+    /// ```
+    pub fn sentinel<T: IntoConnectionInfo>(
+        sentinels: impl IntoIterator<Item = T>,
+        service: &str,
+        db: i64,
+        timeout: Duration,
+        connections: u32,
+    ) -> Result<Self, RedisError> {
+        let sentinels = sentinels
+            .into_iter()
+            .map(|s| s.into_connection_info())
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Backend::Managed(Arc::new(Managed::sentinel(
+            sentinels,
+            service,
+            db,
+            timeout,
+            connections,
+        )?)))
+    }
+
+    /// How many connections carry the calls (1 but for [`Backend::pool`] and
+    /// [`Backend::sentinel`]).
+    pub fn connections(&self) -> u32 {
+        match self {
+            Backend::Managed(m) => m.count(),
+            _ => 1,
+        }
+    }
+
+    /// A call failed or timed out: a Sentinel-found backend asks the sentinels again (at most
+    /// every 50 ms, in the background).
+    pub(crate) fn suspect(&self) {
+        if let Backend::Managed(m) = self {
+            m.suspect();
+        }
     }
 
     /// A Redis Cluster found from `seeds` (any of its masters), connecting lazily. Each
@@ -85,6 +161,21 @@ impl Backend {
     }
 }
 
+/// A connection manager bounding each response and connection attempt by `timeout`, retrying
+/// a connection twice (10 ms, then up to 200 ms apart) before failing the waiting calls.
+pub(crate) fn manager(
+    client: redis::Client,
+    timeout: Duration,
+) -> Result<ConnectionManager, RedisError> {
+    let cm = ConnectionManagerConfig::new()
+        .set_response_timeout(Some(timeout))
+        .set_connection_timeout(Some(timeout))
+        .set_number_of_retries(2)
+        .set_min_delay(Duration::from_millis(10))
+        .set_max_delay(Duration::from_millis(200));
+    ConnectionManager::new_lazy_with_config(client, cm)
+}
+
 impl From<ConnectionManager> for Backend {
     fn from(c: ConnectionManager) -> Backend {
         Backend::Single(c)
@@ -104,6 +195,7 @@ impl ConnectionLike for Backend {
             Backend::Single(c) => c.req_packed_command(cmd),
             #[cfg(feature = "cluster")]
             Backend::Cluster(c) => c.req_packed_command(cmd),
+            Backend::Managed(m) => m.req_packed_command(cmd),
         }
     }
 
@@ -117,6 +209,7 @@ impl ConnectionLike for Backend {
             Backend::Single(c) => c.req_packed_commands(pipeline, offset, count),
             #[cfg(feature = "cluster")]
             Backend::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Backend::Managed(m) => m.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -125,6 +218,7 @@ impl ConnectionLike for Backend {
             Backend::Single(c) => c.get_db(),
             #[cfg(feature = "cluster")]
             Backend::Cluster(c) => c.get_db(),
+            Backend::Managed(m) => m.db(),
         }
     }
 }

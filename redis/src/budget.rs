@@ -9,7 +9,7 @@ use resilix::rejection::{RejectReason, Rejection};
 
 use crate::FleetEvent;
 use crate::backend::Backend;
-use crate::limiter::Observer;
+use crate::events::Observer;
 use crate::script::FleetConfigError;
 
 /// The fleet side: add a deposit to the balance (capped), then withdraw up to `want` for the

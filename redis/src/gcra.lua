@@ -14,13 +14,16 @@
 -- ARGV[2]  burst (>= 1)
 -- ARGV[3]  cells asked for (1 <= cells <= burst)
 -- ARGV[4]  early, nanoseconds
--- ARGV[5], ARGV[6]  optional: `now` as seconds and nanoseconds, for tests and replays. Absent,
---          the script reads Redis's `TIME`, the one clock every client shares. With an
---          explicit `now` the key gets no TTL: Redis expires keys on its own clock, which the
---          explicit timeline does not follow.
+-- ARGV[5], ARGV[6]  optional: `now` as seconds and nanoseconds, for tests and replays. Absent
+--          (or empty strings), the script reads Redis's `TIME`, the one clock every client
+--          shares. With an explicit `now` the key gets no TTL: Redis expires keys on its own
+--          clock, which the explicit timeline does not follow.
+-- ARGV[7], ARGV[8]  optional: the caller's deadline on the same clock, seconds and
+--          nanoseconds. Past it the caller has given up: the script decides nothing, spends
+--          nothing and answers 2 (stale work costs a clock read, not the bucket).
 --
--- Returns {admitted (1|0), wait ns (0 if admitted), remaining cells, ns until full,
---          now seconds, now nanoseconds}.
+-- Returns {admitted (1|0, or 2: past the deadline, nothing decided), wait ns (0 if
+--          admitted), remaining cells, ns until full, now seconds, now nanoseconds}.
 --
 -- Arithmetic: Lua 5.1 numbers are doubles, exact for integers below 2^53. The caller keeps
 -- span + early <= 2^52 ns, so every debt, sum and product below is an integer under 2^53;
@@ -40,7 +43,7 @@ if not (T and burst and cells and early) or T < 1 or burst < 1 or cells < 1 or c
 end
 
 local now_s, now_n, explicit
-if ARGV[5] then
+if ARGV[5] and ARGV[5] ~= '' then
   now_s = tonumber(ARGV[5])
   now_n = tonumber(ARGV[6])
   explicit = true
@@ -49,6 +52,14 @@ else
   now_s = tonumber(t[1])
   now_n = tonumber(t[2]) * 1000
   explicit = false
+end
+
+if ARGV[7] then
+  local d_s = tonumber(ARGV[7])
+  local d_n = tonumber(ARGV[8])
+  if now_s > d_s or (now_s == d_s and now_n > d_n) then
+    return {2, 0, 0, 0, now_s, now_n}
+  end
 end
 
 -- Seconds and nanoseconds of a non-negative integer count of nanoseconds (< 2^53). The

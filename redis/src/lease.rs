@@ -10,7 +10,7 @@ use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::{Clock, Instant};
 
 use crate::backend::Backend;
-use crate::limiter::Observer;
+use crate::events::Observer;
 use crate::script::{FleetConfigError, GcraParams, GcraScript, ServerClock};
 use crate::{FleetConfig, FleetEvent};
 

@@ -114,16 +114,23 @@
 
 mod backend;
 mod budget;
+mod config;
+mod events;
+mod guard;
 mod lease;
 mod limiter;
+mod managed;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+mod refund;
 pub mod script;
 
 pub use backend::Backend;
 pub use budget::{FleetRetryBudget, RetryBudgetConfig, RetryBudgetStats};
+pub use config::{Admitted, ConnectError, FleetConfig, OnBackendError};
+pub use events::{FleetEvent, FleetStats};
 pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
-pub use limiter::{
-    Admitted, ConnectError, FleetConfig, FleetEvent, FleetRateLimiter, FleetStats, OnBackendError,
-};
+pub use limiter::FleetRateLimiter;
+pub use managed::Managed;
+pub use refund::Grant;
 pub use script::FleetConfigError;

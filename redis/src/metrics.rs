@@ -49,6 +49,19 @@ pub fn record(name: &'static str, event: &FleetEvent<'_>) {
         } => decision("fleet-refused"),
         FleetEvent::FailedOpen => decision("failed-open"),
         FleetEvent::FailedClosed => decision("failed-closed"),
+        FleetEvent::FailOpenCapped => decision("fail-open-capped"),
+        FleetEvent::BreakerOpen => metrics::counter!(
+            "resilix_redis_not_sent_total", "limiter" => name, "why" => "breaker-open"
+        )
+        .increment(1),
+        FleetEvent::InFlightFull => metrics::counter!(
+            "resilix_redis_not_sent_total", "limiter" => name, "why" => "in-flight-full"
+        )
+        .increment(1),
+        FleetEvent::Expired => metrics::counter!(
+            "resilix_redis_backend_errors_total", "limiter" => name, "kind" => "expired"
+        )
+        .increment(1),
         FleetEvent::LocalDecision { admitted: true } => decision("local-admitted"),
         FleetEvent::LocalDecision { admitted: false } => decision("local-refused"),
         FleetEvent::BackendError(_) => metrics::counter!(

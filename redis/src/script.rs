@@ -19,6 +19,9 @@ use resilix::rate_limit::{RateLimitConfig, RateLimitConfigError};
 /// The Lua source of the decision (its argument layout is documented at its top).
 pub const SOURCE: &str = include_str!("gcra.lua");
 
+/// The Lua source of a refund: the rule that keeps a give-back within the bound.
+pub const REFUND_SOURCE: &str = include_str!("refund.lua");
+
 /// Lua numbers are doubles; keeping span + early at most 2^52 ns keeps every intermediate
 /// value of the script an exact integer below 2^53.
 const MAX_SPAN_AND_EARLY_NS: u64 = 1 << 52;
@@ -52,6 +55,9 @@ pub enum FleetConfigError {
     ZeroLeasePeriod,
     /// A retry budget with a zero share, local pool or settling interval.
     BudgetConfig,
+    /// Zero calls in flight or zero connections, or a backend breaker configuration the
+    /// core's breaker refuses.
+    Backend,
 }
 
 impl fmt::Display for FleetConfigError {
@@ -79,6 +85,10 @@ impl fmt::Display for FleetConfigError {
             FleetConfigError::ZeroLeasePeriod => {
                 f.write_str("the lease period is zero: leased cells would expire unspent")
             }
+            FleetConfigError::Backend => f.write_str(
+                "the backend needs at least one call in flight and one connection, and a breaker \
+                 configuration the core's breaker accepts",
+            ),
             FleetConfigError::BudgetConfig => f.write_str(
                 "a retry budget needs a share above zero, a local pool of at least one retry and \
                  a settling interval above zero",
@@ -227,6 +237,70 @@ impl GcraScript {
         clock: ServerClock,
         loaded: &mut bool,
     ) -> Result<Reply, RedisError> {
+        let raw = self
+            .run(conn, key, params, cells, clock, None, loaded)
+            .await?;
+        match Decision::from_raw(&raw)? {
+            Decision::Decided(reply) => Ok(reply),
+            Decision::Expired { .. } => Err(Reply::bad()),
+        }
+    }
+
+    /// As [`eval`](Self::eval) on Redis's clock, but decided only if the script runs no later
+    /// than `deadline` (time since the Unix epoch on the *server's* clock): past it the script
+    /// spends nothing and answers [`Decision::Expired`]. A caller that has given up therefore
+    /// never spends the bucket, however long its command sat in a queue.
+    ///
+    /// ```no_run
+    /// use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    /// use resilix::rate_limit::{Rate, RateLimitConfig};
+    /// use resilix_redis::script::{Decision, GcraParams, GcraScript};
+    ///
+    /// # async fn run(mut conn: redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
+    /// let params = GcraParams::new(&RateLimitConfig::new(Rate::per_second(10))).unwrap();
+    /// let deadline = SystemTime::now().duration_since(UNIX_EPOCH).unwrap() + Duration::from_millis(20);
+    /// let mut loaded = false;
+    /// match GcraScript::new().eval_before(&mut conn, "k{a}", &params, 1, deadline, &mut loaded).await? {
+    ///     Decision::Decided(reply) => println!("admitted: {}", reply.admitted),
+    ///     Decision::Expired { server_now } => println!("too late at {server_now:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn eval_before<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        params: &GcraParams,
+        cells: u32,
+        deadline: Duration,
+        loaded: &mut bool,
+    ) -> Result<Decision, RedisError> {
+        let raw = self
+            .run(
+                conn,
+                key,
+                params,
+                cells,
+                ServerClock::Redis,
+                Some(deadline),
+                loaded,
+            )
+            .await?;
+        Decision::from_raw(&raw)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        params: &GcraParams,
+        cells: u32,
+        clock: ServerClock,
+        deadline: Option<Duration>,
+        loaded: &mut bool,
+    ) -> Result<Vec<i64>, RedisError> {
         let fill = |cmd: &mut redis::Cmd| {
             cmd.arg(1)
                 .arg(key)
@@ -234,45 +308,122 @@ impl GcraScript {
                 .arg(params.burst)
                 .arg(cells)
                 .arg(params.early_ns);
-            if let ServerClock::At(now) = clock {
-                cmd.arg(now.as_secs()).arg(now.subsec_nanos());
+            match clock {
+                ServerClock::At(now) => {
+                    cmd.arg(now.as_secs()).arg(now.subsec_nanos());
+                }
+                ServerClock::Redis if deadline.is_some() => {
+                    cmd.arg("").arg("");
+                }
+                ServerClock::Redis => {}
+            }
+            if let Some(d) = deadline {
+                cmd.arg(d.as_secs()).arg(d.subsec_nanos());
             }
         };
         let mut evalsha = redis::cmd("EVALSHA");
         evalsha.arg(&self.sha);
         fill(&mut evalsha);
-        let raw: Vec<i64> = match evalsha.query_async(conn).await {
+        match evalsha.query_async(conn).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 *loaded = true;
                 let mut eval = redis::cmd("EVAL");
                 eval.arg(SOURCE);
                 fill(&mut eval);
-                eval.query_async(conn).await?
+                eval.query_async(conn).await
             }
-            other => other?,
-        };
-        Reply::from_raw(&raw)
+            other => other,
+        }
+    }
+
+    /// Gives back `cells` that an admission on `key` granted and the caller did not use;
+    /// `tat` is the TAT that admission left ([`Reply::tat`]). Returns how much debt was
+    /// removed (zero when nothing could be given back safely).
+    ///
+    /// The bucket is never made more permissive than if those cells had not been admitted
+    /// (the rule is in [`REFUND_SOURCE`]), so used cells keep the bound of the decision:
+    /// at most `burst + W / T` in any window W.
+    pub async fn refund<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        params: &GcraParams,
+        cells: u32,
+        tat: Duration,
+    ) -> Result<Duration, RedisError> {
+        let removed: i64 = redis::Script::new(REFUND_SOURCE)
+            .key(key)
+            .arg(params.emission_ns)
+            .arg(cells)
+            .arg(tat.as_secs())
+            .arg(tat.subsec_nanos())
+            .invoke_async(conn)
+            .await?;
+        Ok(Duration::from_nanos(u64::try_from(removed).unwrap_or(0)))
+    }
+}
+
+/// What [`GcraScript::eval_before`] answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The script ran in time and decided.
+    Decided(Reply),
+    /// The script ran after the caller's deadline and decided nothing.
+    Expired {
+        /// When it ran, on the server's clock (since the Unix epoch).
+        server_now: Duration,
+    },
+}
+
+impl Decision {
+    fn from_raw(raw: &[i64]) -> Result<Decision, RedisError> {
+        match raw {
+            &[2, _, _, _, secs, nanos] => Ok(Decision::Expired {
+                server_now: Reply::instant(secs, nanos)?,
+            }),
+            _ => Reply::from_raw(raw).map(Decision::Decided),
+        }
+    }
+
+    /// The instant the script ran at, on the server's clock.
+    pub fn server_now(&self) -> Duration {
+        match self {
+            Decision::Decided(r) => r.server_now,
+            Decision::Expired { server_now } => *server_now,
+        }
     }
 }
 
 impl Reply {
+    fn bad() -> RedisError {
+        RedisError::from((
+            ErrorKind::Parse,
+            "resilix gcra script: unexpected reply shape",
+        ))
+    }
+
+    fn instant(secs: i64, nanos: i64) -> Result<Duration, RedisError> {
+        let non_neg = |v: i64| u64::try_from(v).map_err(|_| Reply::bad());
+        Ok(Duration::from_secs(non_neg(secs)?) + Duration::from_nanos(non_neg(nanos)?))
+    }
+
     fn from_raw(raw: &[i64]) -> Result<Reply, RedisError> {
-        let bad = || {
-            RedisError::from((
-                ErrorKind::Parse,
-                "resilix gcra script: unexpected reply shape",
-            ))
+        let &[admitted @ (0 | 1), wait, remaining, reset, secs, nanos] = raw else {
+            return Err(Reply::bad());
         };
-        let &[admitted, wait, remaining, reset, secs, nanos] = raw else {
-            return Err(bad());
-        };
-        let non_neg = |v: i64| u64::try_from(v).map_err(|_| bad());
+        let non_neg = |v: i64| u64::try_from(v).map_err(|_| Reply::bad());
         Ok(Reply {
             admitted: admitted == 1,
             wait: Duration::from_nanos(non_neg(wait)?),
-            remaining: u32::try_from(remaining).map_err(|_| bad())?,
+            remaining: u32::try_from(remaining).map_err(|_| Reply::bad())?,
             reset_after: Duration::from_nanos(non_neg(reset)?),
-            server_now: Duration::from_secs(non_neg(secs)?) + Duration::from_nanos(non_neg(nanos)?),
+            server_now: Reply::instant(secs, nanos)?,
         })
+    }
+
+    /// The bucket's TAT after this decision, on the server's clock: what
+    /// [`GcraScript::refund`] needs to give an admission back.
+    pub fn tat(&self) -> Duration {
+        self.server_now + self.reset_after
     }
 }

@@ -1,0 +1,188 @@
+//! What stands between a call and the backend: a breaker on the backend (the core's
+//! [`Breaker`]), a bound on the calls in flight, and the estimate of the server's clock that
+//! turns the caller's deadline into the script's.
+//!
+//! A call goes to Redis only with a ticket: the breaker admitted it (closed, or the half-open
+//! probe) and an in-flight slot was free. Otherwise it is decided locally at once, in
+//! nanoseconds, without waiting for anything. The breaker opens on consecutive failures
+//! (errors, timeouts, decisions that came back past the caller's deadline), probes one call
+//! at a time after a short wait, and closes on the first probe Redis decides in time.
+
+use core::time::Duration;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use resilix::breaker::{Breaker, BreakerPermit, Config, TimeBuckets};
+use resilix::permit::{Env, Permit, Policy};
+use resilix::random::SeededRandom;
+use resilix::time::Instant;
+use resilix::verdict::Verdict;
+
+/// Why a call was not sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotSent {
+    /// The backend breaker is open (or its probe is out).
+    BreakerOpen,
+    /// Every in-flight slot is taken: sending would only queue behind them.
+    InFlightFull,
+}
+
+/// The default breaker on the backend: open after 3 consecutive failures, probe after 10 ms
+/// (jittered down by up to half, so a fleet does not probe together), one probe at a time;
+/// the failure rate is off (a fleet limiter's calls fail together or not at all).
+pub(crate) const DEFAULT_BREAKER: Config = Config {
+    failure_rate_above_percent: None,
+    minimum_calls: 1,
+    slow_calls: None,
+    consecutive_failures: Some(3),
+    open_wait: Duration::from_millis(10),
+    open_backoff: None,
+    open_jitter_percent: 50,
+    half_open_probes: 1,
+    probes_to_close: 1,
+    max_half_open_wait: Some(Duration::from_secs(1)),
+};
+
+/// The server-minus-local clock offset, estimated from replies: a reply read at local time
+/// `r` carrying the server's `now` gives `now - r`, a lower bound of the offset (the decision
+/// came before the reply). The largest sample is kept, and replaced by a fresh one every
+/// second so a server clock that stepped back is followed.
+#[derive(Clone, Copy)]
+struct Offset {
+    best_ns: i128,
+    at: Instant,
+    known: bool,
+}
+
+pub(crate) struct Guard {
+    breaker: Breaker<TimeBuckets<10>>,
+    in_flight: AtomicU32,
+    max_in_flight: u32,
+    offset: Mutex<Offset>,
+    seed: AtomicU64,
+}
+
+/// A call's right to go to Redis: a breaker permit and an in-flight slot, both given back
+/// when it is settled or dropped.
+pub(crate) struct Ticket<'a> {
+    guard: &'a Guard,
+    permit: Option<BreakerPermit<'a, TimeBuckets<10>>>,
+}
+
+impl Guard {
+    pub(crate) fn new(breaker: Config, max_in_flight: u32) -> Result<Guard, ()> {
+        Ok(Guard {
+            breaker: Breaker::new(breaker).map_err(|_| ())?,
+            in_flight: AtomicU32::new(0),
+            max_in_flight,
+            offset: Mutex::new(Offset {
+                best_ns: 0,
+                at: Instant::ZERO,
+                known: false,
+            }),
+            seed: AtomicU64::new(0x5EED_F1EE),
+        })
+    }
+
+    fn rng(&self) -> SeededRandom {
+        SeededRandom::new(
+            self.seed
+                .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed),
+        )
+    }
+
+    /// A ticket, or why the call is decided locally.
+    pub(crate) fn pass(&self, now: Instant) -> Result<Ticket<'_>, NotSent> {
+        let mut taken = self.in_flight.load(Ordering::Relaxed);
+        loop {
+            if taken >= self.max_in_flight {
+                return Err(NotSent::InFlightFull);
+            }
+            match self.in_flight.compare_exchange_weak(
+                taken,
+                taken + 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(t) => taken = t,
+            }
+        }
+        let mut rng = self.rng();
+        let mut env = Env::new(now, &mut rng);
+        match self.breaker.admit(&mut env) {
+            Ok(permit) => Ok(Ticket {
+                guard: self,
+                permit: Some(permit),
+            }),
+            Err(_) => {
+                self.in_flight.fetch_sub(1, Ordering::Release);
+                Err(NotSent::BreakerOpen)
+            }
+        }
+    }
+
+    /// Records a reply's server instant, read at local `reply`.
+    pub(crate) fn sampled(&self, server_now: Duration, reply: Instant) {
+        let sample = server_now.as_nanos() as i128 - i128::from(reply.as_nanos());
+        let mut o = self.offset.lock().unwrap_or_else(|e| e.into_inner());
+        let stale = reply.saturating_duration_since(o.at) > Duration::from_secs(1);
+        if !o.known || sample > o.best_ns || stale {
+            *o = Offset {
+                best_ns: sample,
+                at: reply,
+                known: true,
+            };
+        }
+    }
+
+    /// The caller's local deadline on the server's clock, once a reply has been seen. The
+    /// offset is a lower bound, so the server's deadline is never later than the caller's:
+    /// past it nobody waits for the decision.
+    pub(crate) fn server_deadline(&self, local: Instant) -> Option<Duration> {
+        let o = *self.offset.lock().unwrap_or_else(|e| e.into_inner());
+        if !o.known {
+            return None;
+        }
+        let ns = i128::from(local.as_nanos()) + o.best_ns;
+        u64::try_from(ns).ok().map(Duration::from_nanos)
+    }
+
+    /// Calls in flight now.
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+}
+
+impl Ticket<'_> {
+    /// Redis decided in time.
+    pub(crate) fn succeeded(mut self, now: Instant) {
+        self.settle(&Verdict::Success, now);
+    }
+
+    /// An error, a timeout, or a decision past the deadline.
+    pub(crate) fn failed(mut self, timeout: bool, now: Instant) {
+        let v = if timeout {
+            Verdict::Timeout
+        } else {
+            Verdict::Transient
+        };
+        self.settle(&v, now);
+    }
+
+    fn settle(&mut self, verdict: &Verdict, now: Instant) {
+        if let Some(p) = self.permit.take() {
+            let mut rng = self.guard.rng();
+            let mut env = Env::new(now, &mut rng);
+            p.settle(verdict, &mut env);
+        }
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        // An unsettled permit (a cancelled call) is dropped as the breaker expects.
+        self.permit = None;
+        self.guard.in_flight.fetch_sub(1, Ordering::Release);
+    }
+}
