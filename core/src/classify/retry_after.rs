@@ -574,7 +574,7 @@ mod tests {
     fn huge_delays_saturate() {
         assert_eq!(parse_delay(b"31535999", NOW), secs(31_535_999));
         assert_eq!(parse_delay(b"31536000", NOW), Some(MAX_DELAY));
-        // Issue 23: one second more used to read as no Retry-After at all.
+        // One second more still reads as the cap, not as no Retry-After at all.
         assert_eq!(parse_delay(b"31536001", NOW), Some(MAX_DELAY));
         // A Unix timestamp sent as delay-seconds, the common server bug.
         assert_eq!(parse_delay(b"1700000000", NOW), Some(MAX_DELAY));

@@ -2,7 +2,7 @@
 //!
 //! A process usually wants one breaker per upstream and one retry budget for everything, held
 //! by every pipeline and every task that calls out. A `&P` already works (`static`s, borrowed
-//! instances), but a tokio task wants `'static` data it owns, and before this module that
+//! instances), but a tokio task wants `'static` data it owns, and without this module that
 //! meant a `static`, a `LazyLock` or `Box::leak`. With `alloc` on, an [`Arc`] of a policy, a
 //! retry budget or a retry policy plugs into the same slot as the value itself:
 //!

@@ -177,10 +177,7 @@ impl<const N: usize> WaiterList<N> {
 
     /// One wake-up is resolved (used, or given up); `free` slots are free now, read under the
     /// lock. Wakes the next waiter if a free slot is left that no other wake-up claims.
-    ///
-    /// Why reading `free` under the lock loses nothing: a release frees its slot *before*
-    /// taking this lock to wake. If this read missed that slot, the release's lock section
-    /// comes after this one and wakes from the queue as it is left here.
+    // Why reading `free` under the lock loses nothing: docs/design/waiters.md#wake-ups-are-claims
     fn resolve(&mut self, free: u32, config: &WaitConfig) -> Option<Waker> {
         self.claims = self.claims.saturating_sub(1);
         let unclaimed = usize::try_from(free).unwrap_or(usize::MAX) > self.claims;
@@ -704,11 +701,8 @@ impl<T: Deref<Target: Waitable>, Tm: WaitTimer> Future for WaitFor<T, Tm> {
             Join::Refused => return me.refuse(),
         };
         me.registered = Some(place);
-        // No re-check of the room after joining. The room check and the join ran under the
-        // lock the release hook takes to wake, so a release either freed its slot before
-        // that check (seen there) or wakes from the queue that now holds this waiter. A
-        // re-check here would let a newcomer take a slot a woken waiter is about to use,
-        // defeating FIFO on arrival (the first version did exactly that).
+        // No re-check of the room after joining.
+        // Why: docs/design/waiters.md#fifo-on-arrival
         let (timer, until) = (&me.timer, me.until);
         let sleep = me
             .sleep

@@ -36,23 +36,11 @@
 //! * **Only idempotent calls** are hedged ([`CallOptions::idempotent`]); a copy due at or
 //!   after the call's deadline is not sent.
 //!
-//! # What is measured
+//! Only the original's latency is measured (answers, timeouts, and the time until it was
+//! cancelled when a copy won); the local cap is exact under any concurrency, and nothing
+//! stores an instant, so no idle gap changes a decision.
 //!
-//! The original's latency, not the copies': when it answers (`Success`, `Answered`, or a
-//! `Timeout`, whose duration is a lower bound), and, when a copy won and the original was
-//! cancelled, the time until then (a lower bound too; it lies above the delay, so in the tail
-//! where it belongs). Fast failures (`Transient`, `Overload`, `Uncertain`) are not answer
-//! latencies and would drag the quantile down. Recording both copies' latencies (tower) biases
-//! the quantile toward the hedged distribution, which lowers the delay and raises the load.
-//!
-//! # Concurrency
-//!
-//! The local cap is exact (compare-and-swap; `tests/loom_hedge.rs`, `tests/hedge_stress.rs`).
-//! The window counter is exact too (one refresher per filled window). The quantile window is
-//! approximate under concurrency, like every statistical window here: a sample recorded while
-//! the refresher resets the histogram may be lost or kept. Single-threaded, every decision is
-//! the reference model's (`resilix_reference::hedge`). Nothing stores an instant, so no idle
-//! gap of any length changes a decision.
+//! Design notes (what is measured and why, concurrency): docs/design/hedge.md
 //!
 //! ```
 //! use core::time::Duration;

@@ -22,7 +22,7 @@
 //! `WindowedLimit` a window with any drop counts as one drop (TCP Reno halves once per round
 //! trip on any loss, the same rule). With a thousand calls a window, "any drop" is a rate:
 //! one timeout in 10,000 calls then cuts half the windows by 10%, which the +0.8 call of
-//! growth per window cannot make up, and a healthy limiter collapses to its floor (issue 13).
+//! growth per window cannot make up, and a healthy limiter collapses to its floor.
 //!
 //! So a window is read as congested only when its drops exceed `drop_threshold` of its
 //! outcomes (latency samples plus drops): 2% by default, BBR's `BBRLossThresh` (the loss rate

@@ -10,32 +10,13 @@
 //! Unlike upstream, a window that is old but not yet full keeps accumulating instead of being
 //! thrown away, so a low-traffic limiter still updates (more slowly) instead of never.
 //!
-//! # How the aggregation is approximate
+//! The window's counters are approximate only at the close race (a racing settle skews one
+//! window's average by at most one sample), the limit and baseline have a single writer (the
+//! thread that wins the close), and no idle gap of any length keeps a window open or closes it
+//! early.
 //!
-//! The window is five `AtomicU32`s updated with independent `fetch_add`/`fetch_max`: the sum of
-//! latencies in microseconds, the sample count, the drop count and the peak in-flight count,
-//! plus the opening tick (with its era, see below). Closing swaps each counter to zero one after another, so a settle
-//! racing with the close can land its latency in the closing window and its count in the next
-//! (or the reverse): each racing settle skews one window's average by at most one sample. Only
-//! the thread that wins the close (a compare-and-swap on the `closing` flag, never waited on)
-//! runs the algorithm, so the limit and the baseline have a single writer. The latency sum
-//! saturates at 2^32 µs (71 min); a window whose sum passes 2^31 µs closes at once, whatever its
-//! age, so its average stays exact.
-//!
-//! # The opening tick after an idle gap
-//!
-//! The window's opening tick is a 32-bit tick word, which repeats every circle (2^32 ticks:
-//! 17.2 s at the finest scale, 4 ns). Compared modulo 2^32, a window opened one circle before a
-//! settle would read as just opened and not close, or close late by a circle. So the word has a
-//! companion [`Era`] (see `time::era`) and its age is taken in 64-bit ticks: the word widened
-//! back to its full count, subtracted from the settle's full count. Only the thread holding the
-//! `closing` flag writes the word, so it sets the era outright ([`Era::set`]) before publishing
-//! the word with `Release`; readers load the word with `Acquire`, then the era. An idle gap of
-//! any length changes nothing: the era and the word stay as the last closer wrote them.
-//! A reader racing a closer may widen the old word with the new era and see the window as
-//! younger than it was; it then does not try to close, which is right, since the window has
-//! just been closed and reopened. Time going backwards (a `now` before the opening) reads as
-//! an old window, so it closes early rather than sticking until time catches up.
+//! Design notes (the close race, the opening tick and its era):
+//! docs/design/limiter.md#the-sample-window
 //!
 //! # The baseline and its refresh (concurrency-limits #165)
 //!

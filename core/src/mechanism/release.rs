@@ -5,8 +5,9 @@
 //! The core never waits (that needs a list of waiters and a way to wake them); it offers a
 //! signal and the adapter owns the wait. The signal is an event count (a wrapping `u32` bumped
 //! after every release) and a [`ReleaseHook`] called right after the bump. The protocol that
-//! uses them, and why it loses no wake-up, is in [`crate::bulkhead`]'s module docs; it is the
-//! same for every policy that embeds a [`ReleaseSignal`].
+//! uses them is in [`crate::bulkhead`]'s module docs; it is the same for every policy that
+//! embeds a [`ReleaseSignal`]. Why it loses no wake-up:
+//! docs/design/bulkhead.md#the-wait-protocol-why-it-holds
 //!
 //! ```
 //! use resilix::release::{ReleaseHook, ReleaseSignal};

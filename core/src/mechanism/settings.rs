@@ -10,28 +10,10 @@
 //! bits 1–31 count the swaps (wrapping). Slot `swaps & 1` is in force; a writer fills the
 //! other one and publishes it by bumping the count.
 //!
-//! **Readers never wait.** A reader loads the control word, the slot it names, and the
-//! control word again. A writer only ever fills the slot *not* in force, so the slot a reader
-//! chose is rewritten only by the *second* writer after its first load: the first swap (even
-//! one preempted mid-write, or one that completed) cannot tear what it read. It retries only
-//! when the second load shows that second writer at work (one swap done and the flag set
-//! again) or done (two or more swaps): lock-free, and on one core (an interrupt reading while
-//! thread code writes, or the other way round) a reader interrupted by writers retries at most
-//! once per two swaps they made, and an interrupt reading a preempted writer's block never
-//! retries at all. No lock, no spinning on a flag; only 32-bit atomics.
+//! Readers never wait and never see two configurations mixed; writers do not queue (a writer
+//! that finds another at work gets [`SettingsBusy`]). Only 32-bit atomics, no lock.
 //!
-//! **Writers do not queue.** The flag serialises them: a writer that finds it set gets
-//! [`SettingsBusy`] instead of waiting (a preempted writer would otherwise stall an interrupt
-//! that wanted to write, for ever on one core). Reconfigurations are rare, operator-driven
-//! steps; a caller that gets `Busy` tries again.
-//!
-//! **Orderings.** The writer's slot stores are `Release` after its flag compare-and-swap, and
-//! the reader's slot loads are `Acquire` before its second control load: a reader that loaded
-//! a word the second writer stored therefore sees that writer's flag (or later) in the second
-//! load, and retries. The publishing store is `Release` and the reader's first load `Acquire`,
-//! so a reader of the new count sees the whole slot. The count wraps after 2^31 swaps; a
-//! reader stalled across exactly that many would not notice (no operator reconfigures that
-//! often).
+//! Design notes (why readers never wait, the orderings): docs/design/time-and-eras.md#settings-blocks
 
 use crate::sync::{AtomicU32, Ordering};
 

@@ -27,49 +27,21 @@
 //!
 //! # Steady states
 //!
-//! Offered load R calls per unit time, rejection probability P, accept multiplier K, cap
-//! p_max. Counts over a long window, so the `+ 1` is negligible (with n requests in the
-//! window it scales P by n / (n + 1)).
+//! Under an upstream of capacity C and offered load R > C, SRE's rule (local refusals
+//! counted, the default) sheds `1 − KC/R` and holds the traffic reaching the upstream at
+//! **K × C** whatever R is; failsafe-go's (refusals ignored) lets it grow as `√(KCR)`. Under
+//! failures that do not depend on load, SRE's rule pushes P to the cap while failsafe-go's is
+//! smooth in the failure rate. At R = 10 C and K = 2: SRE sheds 80% and sends 2 C;
+//! failsafe-go sheds 55% and sends 4.5 C.
 //!
-//! **Independent failures at rate f** (each call that reaches the upstream fails with
-//! probability f, whatever the load). Write q = K(1 − f).
-//!
-//! * SRE (local refusals counted): requests = R, accepts = (1 − P)(1 − f)R, so
-//!   P = 1 − q(1 − P). If q ≥ 1 (f ≤ 1 − 1/K: 50% at K = 2) the answer is P = 0. Otherwise
-//!   the only fixed point is P = 1, so the cap holds it: **P = p_max**. Shedding cannot raise
-//!   the accept ratio of an upstream whose failures do not depend on load, so counted refusals
-//!   push P to the cap. With n requests in the window the exact fixed point is
-//!   c(1 − q)/(1 − cq), c = n/(n + 1), which is above p_max for any realistic n.
-//! * failsafe-go (refusals ignored): requests = (1 − P)R, accepts = (1 − f)(1 − P)R, so
-//!   **P = min(p_max, max(0, 1 − q))**: smooth in f (K = 2, f = 0.75 gives 0.5).
-//!
-//! **An upstream of capacity C under offered load R > C** (it accepts at most C per unit time
-//! and refuses the excess cheaply):
-//!
-//! * SRE: accepts = C, requests = R, so **P = max(0, 1 − KC/R)** and the traffic reaching the
-//!   upstream, R(1 − P), is held at **K × C** whatever R is: the book's "backends end up
-//!   rejecting one request for each request they actually process" at K = 2.
-//! * failsafe-go: requests = T = R(1 − P), accepts = C, so P = 1 − KC/T and T² = KCR:
-//!   **P = 1 − √(KC/R)** and the upstream sees **√(KCR)**, which keeps growing with R.
-//!
-//! At R = 10 C and K = 2: SRE sheds 80% and sends 2 C; failsafe-go sheds 55% and sends 4.5 C.
-//! The tests measure both models against these values.
+//! Design notes (the derivations; the window): docs/design/throttler.md
 //!
 //! # Concurrency and time
 //!
-//! The counts live in a sliding window of 20 buckets by default (failsafe-go's count: 6 s
-//! each over two minutes), which covers between 19 and 20 bucket lengths, kept as running
-//! totals (`mechanism/window/running.rs`): an admit reads two counters whatever the bucket
-//! count, a settle adds with one `fetch_add` per counter, and the first call of a bucket period
-//! writes the period's start (and those of the idle periods before it, at most `BUCKETS + 1`).
-//! Nothing is subtracted from a stored total, so nothing drifts: under contention a call that
-//! crosses a bucket boundary is counted once, in its own period or the one next to it, and a
-//! reader concurrent with a settle may see the request before its accept (statistical, as
-//! docs/design/contracts.md §4 allows). Single-threaded the counts are exact.
-//!
-//! Time going backwards by less than the window counts and reads as at the latest time seen;
-//! by more, the window restarts empty. A jump forward of a window or more empties it. Neither
-//! panics nor sticks.
+//! The counts live in a two-minute sliding window (20 buckets by default); an admit reads two
+//! counters. Under contention a call that crosses a bucket boundary is counted once, in its own
+//! period or the next; single-threaded the counts are exact. Time going backwards or jumping
+//! forward neither panics nor sticks.
 //!
 //! # Randomness
 //!

@@ -13,67 +13,14 @@
 //!
 //! Nothing is ever subtracted from a stored word. The totals are differences of two reads of
 //! the same monotone counter, so they cannot drift: an add racing anything is in the running
-//! sum exactly once, and at worst counted in a later period than its own (see below). There is
+//! sum exactly once, and at worst counted in a later period than its own (see the design notes). There is
 //! nothing to underflow either: a start is a value the sum held before the reader read the sum.
 //!
-//! # Moving the window (rotation)
+//! Single-threaded the window is exact across any idle gap; under concurrency an add can count
+//! one period late at a boundary, never early, never lost or counted twice.
 //!
-//! `head` is the newest period the window has moved into (31 bits beside an `Era`, as the
-//! buckets' period words of `TimeWindow`, so an idle gap of any length reads exactly). The
-//! first add of a later period moves it: it reads the sums once, marks `head` (top bit,
-//! compare-and-swap from the word it read), writes the sums as the start of every period after
-//! the old head up to its own (at most `B + 1` slots: a gap of a window or more writes every
-//! slot), raises the era, and publishes its period. So the cost is O(1) per call, plus, once per bucket period,
-//! one store per counter for each period since the last move: a flat cost at any call rate, and
-//! at most `B + 1` stores per counter after an idle gap. Reads never move the window: a read at
-//! a later period than `head` finds its start in the ring (the periods since `head` had no adds,
-//! so their starts are all "now"), or, `B` periods or more past it, an empty window.
-//!
-//! Single-threaded this is exact: every add of period `p` lands between the start of `p` and
-//! the start of `p + 1`, so the window's sums are those of a model that keeps each period's
-//! counts (`resilix-reference`'s `Periods`), across any idle gap.
-//!
-//! # Under concurrency
-//!
-//! The ring has `B + 1` slots, one more than the window needs: moving from `h` to `h + 1`
-//! writes the slot of `h + 1 − (B + 1)`, which no reader at `h − 1`, `h` or `h + 1` needs, so the
-//! boundary crossings of ordinary traffic (threads whose clocks differ by less than a bucket)
-//! read exact starts while a move runs. What is approximate, exactly:
-//!
-//! * **At a boundary, an add can count in a later period than its own, never an earlier one.**
-//!   The mover reads the sums before it marks `head`, so an add that finds the mark (and adds
-//!   without moving the window) lands after that read: it counts in the new period, its own.
-//!   An add whose clock is still in the old period and lands after the mover's read counts in
-//!   the new period too: it stays in the window one period (or, across an idle gap, one whole
-//!   window) longer than its own. Every add is in the running sum exactly once, so the
-//!   error is bounded by the calls in flight across the move and does not accumulate: the next
-//!   move takes a fresh start from the sums.
-//! * **A reader two or more periods behind a move in progress** (a thread descheduled between
-//!   reading its clock and reading the window, or a move across an idle gap while another
-//!   thread's clock is still before it) can read a start the move has just written, and see
-//!   fewer calls than its window held; so can a reader of a move across more than three
-//!   quarters of the head word's circle (2^31 periods), which widens the old head with the new
-//!   era. One read, while the move runs.
-//! * **A thread a whole window stale** (its clock read a window or more before the head) that
-//!   adds restarts the window at its own period, as a clock gone back a window does (below):
-//!   the window's history is lost once, never offset.
-//! * **Counters of one call**: an add writes its counters from the last to the first and a move
-//!   reads the sums from the first to the last, so a call's later counters never start a period
-//!   before its earlier ones (the throttler's accepts never exceed its requests in any window).
-//!   A reader concurrent with an add may still see one counter of it before another.
-//!
-//! # Saturation and time going backwards
-//!
-//! The window's total of each counter saturates at `u32::MAX`: an add that would take it past
-//! is cut to what fits (one load of the window's start per add decides; `fetch_add` while the
-//! total and the delta are below 2^31, a compare-and-swap above, as in `TimeWindow`). So the
-//! running sums, taken modulo 2^32, never differ by more than a window's worth.
-//!
-//! A call at a period behind `head` by less than `B` (a slightly stale clock, or time going
-//! back a little) counts as at `head` and reads the window at `head`. Further behind (time
-//! went back by a window or more, say from the end of the timeline to its start) an add moves
-//! the window back to its own period, empty (every slot starts "now"), and a read sees an empty
-//! window: neither panics nor sticks.
+//! Design notes (moving the window, what concurrency may misplace, saturation, time going
+//! backwards): docs/design/time-and-eras.md#the-running-window
 
 use core::time::Duration;
 

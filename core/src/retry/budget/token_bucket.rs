@@ -13,10 +13,10 @@
 //! spend and deposit reads its settings from the slot its own word names and its
 //! compare-and-swap fails if a reconfiguration moved the word meanwhile. The switch (slot and
 //! balance carried over, clamped to the new capacity) is one compare-and-swap: no decision
-//! pairs the old settings with the new balance or the reverse. (A caller that read the old
-//! slot, stalled through two reconfigurations and found the word bit-for-bit unchanged could
-//! decide once with a half-written slot: the one ABA this design admits, as the rate
-//! limiter's does.)
+//! pairs the old settings with the new balance or the reverse.
+//!
+//! Design notes (the slot bit and the one admitted ABA):
+//! docs/design/retry-and-budgets.md#token-bucket
 
 use crate::retry::budget::{BudgetConfigError, RetryBudget};
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
