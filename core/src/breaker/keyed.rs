@@ -1,5 +1,7 @@
 //! Breakers per key (an endpoint, a tenant, a shard) in a fixed table: no heap, bounded memory,
 //! lock-free, and an entry is only ever reused when it is forgettable.
+//!
+//! Design notes: docs/design/breaker.md
 
 use core::time::Duration;
 

@@ -8,6 +8,8 @@
 //!
 //! The rules, for what cannot change in place and for what is in flight, are on
 //! [`Breaker::reconfigure`], where users read them.
+//!
+//! Design notes: docs/design/breaker.md
 
 use core::fmt;
 

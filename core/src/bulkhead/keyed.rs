@@ -1,6 +1,8 @@
 //! Bulkheads per key (a tenant, a client, a route) in a fixed table: each key its own cap on
 //! calls in flight, so one noisy neighbour fills its own compartment and no other. No heap,
 //! bounded memory, lock-free, and an entry is only ever reused when nothing is in flight in it.
+//!
+//! Design notes: docs/design/bulkhead.md
 
 use super::{Bulkhead, BulkheadConfig, BulkheadPermit};
 use crate::keyed::{KeyTable, Slot, Tag};

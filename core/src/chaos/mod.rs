@@ -36,6 +36,8 @@
 //! let faults = (0..1_000).filter(|_| CHAOS.decide(&mut env).fault.is_some()).count();
 //! assert!((200..300).contains(&faults), "about a quarter: {faults}");
 //! ```
+//!
+//! Design notes: docs/design/chaos.md
 
 mod config;
 mod decide;

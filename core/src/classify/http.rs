@@ -68,6 +68,8 @@
 //! assert_eq!(HttpStatus.classify(&408u16), Verdict::Transient); // safe to repeat, even a POST
 //! assert_eq!(HttpStatus.classify(&500u16), Verdict::Uncertain); // a POST is repeated, by default
 //! ```
+//!
+//! Design notes: docs/design/classify.md
 
 use core::time::Duration;
 

@@ -17,6 +17,8 @@
 //! let by_len = |s: &&str| if s.is_empty() { Verdict::Transient } else { Verdict::Success };
 //! assert_eq!(by_len.classify(&"ok"), Verdict::Success);
 //! ```
+//!
+//! Design notes: docs/design/classify.md
 
 pub mod http;
 pub mod retry_after;

@@ -54,6 +54,8 @@
 //! * A delay longer than [`MAX_DELAY`] *saturates* at [`MAX_DELAY`]: a longer requested wait
 //!   must never make the client come back sooner than a shorter one would. An HTTP-date in the
 //!   past yields nothing. See each for why.
+//!
+//! Design notes: docs/design/classify.md
 
 use core::time::Duration;
 

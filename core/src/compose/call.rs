@@ -22,6 +22,8 @@
 //! let next = call.settle(attempt, &Verdict::Transient, &mut env);
 //! assert_eq!(next, Next::GiveUp(GiveUpReason::AttemptsExhausted { attempts: 1 }));
 //! ```
+//!
+//! Design notes: docs/design/pipeline-and-execute.md
 
 use crate::observe::{Event, Observer};
 use crate::permit::{Env, Policy};

@@ -54,6 +54,8 @@
 //! #     match f.as_mut().poll(&mut cx) { core::task::Poll::Ready(v) => Some(v), _ => None }
 //! # }
 //! ```
+//!
+//! Design notes: docs/design/pipeline-and-execute.md
 
 use core::fmt;
 use core::future::Future;

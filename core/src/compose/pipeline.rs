@@ -28,6 +28,8 @@
 //! env.now = Instant::from_millis(15);
 //! attempt.settle(&Verdict::Success, &mut env);
 //! ```
+//!
+//! Design notes: docs/design/pipeline-and-execute.md
 
 use core::fmt;
 use core::time::Duration;

@@ -21,6 +21,8 @@
 //! as a caller that did not wait would be. On a current-thread runtime the peek and the
 //! admission run in one poll, so waiters are served one cell each, in the order of their
 //! timers.
+//!
+//! Design notes: docs/design/rate-limit.md
 
 use core::fmt;
 use core::future::Future;

@@ -32,6 +32,8 @@
 //! # let core::task::Poll::Ready(out) = call.as_mut().poll(&mut cx) else { panic!() };
 //! assert_eq!(out, Ok(5));
 //! ```
+//!
+//! Design notes: docs/design/pipeline-and-execute.md
 
 use core::future::Future;
 use core::time::Duration;

@@ -64,6 +64,8 @@
 //! [`Event::CircuitTransition`]: crate::observe::Event::CircuitTransition
 //! [`Event::PolicyReset`]: crate::observe::Event::PolicyReset
 //! [`TransitionCause::Operator`]: crate::observe::TransitionCause::Operator
+//!
+//! Design notes: docs/design/controls-and-reconfigure.md
 
 use core::fmt;
 

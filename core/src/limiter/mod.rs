@@ -45,6 +45,8 @@
 //! a.settle(&Verdict::Success, &mut env); // a 20 ms latency sample
 //! assert_eq!(LIMITER.in_flight(), 0);
 //! ```
+//!
+//! Design notes: docs/design/limiter.md
 
 mod aimd;
 mod config;

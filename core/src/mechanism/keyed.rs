@@ -12,6 +12,8 @@
 //! * **One writer at a time.** Inserting and evicting take a writer flag with a single try; a
 //!   caller that finds it taken does not wait, it is told `None` (the policy then serves the
 //!   call from its overflow state). Nothing in the table ever waits.
+//!
+//! Design notes: docs/design/keyed-tables.md
 
 use crate::sync::{AtomicBool, AtomicU32, Ordering};
 

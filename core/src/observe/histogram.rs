@@ -52,6 +52,8 @@
 //! assert!(p99.abs_diff(Duration::from_millis(99)) <= Duration::from_millis(99) / 16);
 //! assert_eq!(LATENCY.max(), Some(Duration::from_millis(100)));
 //! ```
+//!
+//! Design notes: docs/design/observe.md
 
 mod buckets;
 

@@ -19,6 +19,8 @@
 //!     }
 //! }
 //! ```
+//!
+//! Design notes: docs/design/observe.md
 
 pub mod advice;
 mod event;

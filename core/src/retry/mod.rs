@@ -16,6 +16,8 @@
 //!   [`UncertainRetry`].
 //! * [`Retry`]: the policy — verdict rule, backoff, Retry-After, deadline, budget.
 //! * [`budget`]: the shared [`RetryBudget`](budget::RetryBudget)s (SRE ratio, token bucket).
+//!
+//! Design notes: docs/design/retry-and-budgets.md
 
 pub mod backoff;
 pub mod budget;

@@ -2,6 +2,8 @@
 //! calling many hosts sheds only toward the hosts that are refusing it, as gRPC keeps one
 //! throttler per channel. No heap, bounded memory, lock-free, and an entry is only ever
 //! reused when its window is empty.
+//!
+//! Design notes: docs/design/throttler.md
 
 use super::{Probability, Throttler, ThrottlerConfig, ThrottlerConfigError, ThrottlerPermit};
 use crate::keyed::{KeyTable, Slot, Tag};

@@ -20,6 +20,8 @@
 //! // Backwards never panics: it saturates to zero.
 //! assert_eq!(start - clock.now(), Duration::ZERO);
 //! ```
+//!
+//! Design notes: docs/design/time-and-eras.md
 
 mod deadline;
 pub(crate) mod divide;

@@ -19,6 +19,8 @@
 //!  20    1.05 ms     52 days
 //!  30    1.07 s      146 years
 //! ```
+//!
+//! Design notes: docs/design/time-and-eras.md
 
 use core::time::Duration;
 

@@ -1,5 +1,7 @@
 //! The retry circuit breaker (Brooker 2022): retry only while the recent failure rate is at or
 //! below a threshold; above it, do not retry at all. First attempts are never refused.
+//!
+//! Design notes: docs/design/retry-and-budgets.md
 
 use core::time::Duration;
 

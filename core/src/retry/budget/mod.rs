@@ -34,6 +34,8 @@
 //! pays for a retry that is not made. With the default per-key ratio (the shared 10%), each
 //! key can spend only its own traffic's share. Memory is fixed by the table's size; see
 //! [`keyed`] for the reasoning, the table's rules and the cost per key.
+//!
+//! Design notes: docs/design/retry-and-budgets.md
 
 pub mod circuit;
 mod control;

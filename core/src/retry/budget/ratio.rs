@@ -1,5 +1,7 @@
 //! Google SRE's per-client retry budget: retries at most a fixed share of requests over a
 //! sliding window, with a floor so a quiet service can still retry.
+//!
+//! Design notes: docs/design/retry-and-budgets.md
 
 use core::fmt;
 use core::time::Duration;
