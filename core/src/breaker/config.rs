@@ -69,7 +69,7 @@ pub struct OpenBackoff {
 /// | `open_jitter_percent` | 10: each wait is shortened by up to 10 % at random | ours: enough to spread a fleet's probes, small enough not to matter to one client |
 /// | `half_open_probes` | 1 | the essay (docs/design/essay.md) ("a single trial request"), Hystrix, Polly; resilience4j admits 10 |
 /// | `probes_to_close` | all of `half_open_probes` | resilience4j and failsafe-go's default success threshold |
-/// | `max_half_open_wait` | `Some(60 s)`: a probe unsettled after a minute counts as failed | ours, after resilience4j's `maxWaitDurationInHalfOpenState`, whose default (0 = wait forever) is the hung-probe bug of issue 13; 60 s is nginx's default `proxy_read_timeout` and AWS ALB's default idle timeout, so a probe still running then would have been cut off by the proxy in front of most upstreams |
+/// | `max_half_open_wait` | `Some(60 s)`: a probe unsettled after a minute counts as failed | ours, after resilience4j's `maxWaitDurationInHalfOpenState`, whose default (0 = wait forever) leaves a hung probe holding the circuit half-open for ever; 60 s is nginx's default `proxy_read_timeout` and AWS ALB's default idle timeout, so a probe still running then would have been cut off by the proxy in front of most upstreams |
 ///
 /// ```
 /// use resilix::breaker::Config;

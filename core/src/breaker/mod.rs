@@ -29,19 +29,13 @@
 //! is shortened by a random share drawn from the caller's randomness, so a fleet that opened
 //! together does not probe together.
 //!
-//! **Half-open** admits exactly `half_open_probes` probes under any concurrency: the probe count
-//! lives in the same 32-bit state word as the state, and a probe is taken by one
-//! compare-and-swap of that word. Everyone else is refused with `circuit-open` and no
-//! retry-at: the circuit admits again as soon as the probes answer, which may be in
-//! milliseconds, so no instant would be true. It closes as soon as `probes_to_close` probes succeeded and
-//! re-opens as soon as that has become impossible. A dropped probe frees its slot, so the
-//! breaker is never stuck half-open by a cancelled call (resilience4j #544/#858/#935); a probe
-//! settled with `Rejected` is treated as dropped. A probe that is never settled nor dropped
-//! (a call that hangs) holds its slot only until the half-open period ends: the first call
-//! after it re-opens the circuit, as a failed probe would (cause
-//! [`TransitionCause::ProbesFailed`]; the wait grows), and is refused until the new wait ends;
-//! the hung probe's outcome, if it ever comes, is late (resilience4j's
-//! `maxWaitDurationInHalfOpenState`, which there defaults to waiting forever).
+//! **Half-open** admits exactly `half_open_probes` probes under any concurrency; everyone else
+//! is refused with `circuit-open` and no retry-at (the probes may answer in milliseconds). It
+//! closes as soon as `probes_to_close` probes succeeded and re-opens as soon as that has become
+//! impossible. A dropped probe, or one settled `Rejected`, frees its slot, so a cancelled call
+//! never leaves the breaker stuck half-open; a probe that hangs holds its slot only until the
+//! half-open period ends ([`Config::max_half_open_wait`]), and the next call then re-opens the
+//! circuit as a failed probe would ([`TransitionCause::ProbesFailed`]).
 //!
 //! **Epochs**: a permit carries the epoch of the state that issued it; an outcome that arrives
 //! after a transition is late and ignored, so a call admitted before the circuit opened cannot
