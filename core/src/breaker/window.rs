@@ -88,25 +88,12 @@ impl<const B: usize> OutcomeWindow for TimeBuckets<B> {}
 /// The outcomes of the last `calls` calls, two bits each, sixteen to a word: capacity
 /// `16 × WORDS` (resilience4j's default window of 100 calls needs `WORDS = 7`).
 ///
-/// Each record claims the next position with a `fetch_add` on a cursor, then writes its slot's
-/// two bits (failed, slow) into the slot's word: nothing when they are already there (a
-/// success after a success), a `fetch_and` to clear them, a compare-and-swap to set them. The
-/// totals are population counts of the slot words, so they never drift from the slots. How it
-/// is approximate, exactly:
-///
-/// * a reader concurrent with a writer may see the position counted before its bits land (a
-///   failure read as a success), at most one per concurrent writer;
-/// * if more than `calls` records are in progress at once, two may claim the same slot and
-///   the later write wins (one outcome lost);
-/// * a record that races a clear (on close or reset) may leave its outcome in the fresh window,
-///   and one held up across the clear and a whole lap after it may take the cursor back a lap
-///   too many (the ring then reads fewer calls than it holds until it fills again).
-///
-/// The cursor cycles through `calls .. 2 × calls` after the first lap instead of counting up
-/// to `u32::MAX`, so a ring that has filled once reads as full forever, however many calls:
-/// the record that brings it to `2 × calls` takes it back by `calls`. Until it has, other
-/// records go on counting up from there; only if that record were held up for 2^32 more calls
-/// could the cursor wrap (and the ring read as not full).
+/// Approximate only under concurrency: a reader concurrent with a writer may see a call
+/// before its outcome (a failure read as a success, at most one per concurrent writer), more
+/// than `calls` records in progress at once may lose one outcome, and a record racing a clear
+/// may leave its outcome in the fresh window. A ring that has filled once reads as full for
+/// ever.
+// Why (the cursor, the slot writes, the lap taken back): docs/design/breaker.md#the-call-ring
 #[derive(Debug)]
 pub struct CallRing<const WORDS: usize> {
     calls: u32,

@@ -107,10 +107,8 @@ pub trait Timer {
 /// gate that lets waiters through on a wake-up resolves the wake-up in that drop, and passes
 /// it on if the admission did not use it.
 ///
-/// `Wait` does not borrow the gate (a gate is a few references, cheap to copy into its
-/// future): a future type that depended on the gate's borrow would trip rustc's proof that a
-/// spawned call is `Send`. It is `Unpin` (a waiter's state is plain data and an `Unpin`
-/// sleep), so the loop polls it where it lies, with no pinned slot of its own.
+/// `Wait` does not borrow the gate, and is `Unpin`.
+// Why: docs/design/pipeline-and-execute.md#gate-waits
 pub trait Gate {
     /// The future `ready` returns.
     type Wait: Future<Output = Result<(), Rejection>> + Unpin;
