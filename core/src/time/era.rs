@@ -76,13 +76,8 @@ impl Era {
     /// happens only when `now` is in a later era, at most once per era per word.
     ///
     /// A writer whose `now` lies more than [`BACKWARD_ERAS`] eras *behind* the era read (time
-    /// went backwards that far, say from the end of the timeline to its start) sets the era to
-    /// its own instead: its stamp could not be read exactly under the newer era anyway, and
-    /// leaving that era in place would make every stamp written from the earlier timeline widen
-    /// into the far future, for ever (a rate limiter would read its bucket as idle at every
-    /// call, a window would re-claim its bucket at every add). A concurrent writer on the
-    /// newer timeline raises the era again with its next write; until then its stamps may read
-    /// one circle earlier than written — the bounded error of time going backwards.
+    /// went backwards that far) sets the era to its own instead.
+    // Why: docs/design/time-and-eras.md#time-going-backwards
     #[inline]
     pub(crate) fn cover(&self, seen: EraSeen, now: u64, bits: u32) {
         let era = era_of(now, bits);
