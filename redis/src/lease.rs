@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use resilix::rate_limit::Rate;
 use resilix::rejection::{RejectReason, Rejection};
 use resilix::time::{Clock, Instant};
 
@@ -22,19 +23,71 @@ pub struct LeaseConfig {
     /// How long reserved cells stay spendable, counted from when the renewal was *sent*
     /// (before Redis decided it), so a lease never outlives its fleet-side reservation.
     pub period: Duration,
-    /// Renew when fewer than this many leased cells are left.
+    /// Renew when fewer than this many leased cells are left (counting only those that stay
+    /// spendable for at least `carry` more).
     pub low_water: u32,
+    /// How long an outage the pool must carry: cells with less than this left of their lease
+    /// no longer count toward the low water (they are still spent first). Zero for
+    /// [`new`](Self::new); half the period for [`for_share`](Self::for_share).
+    pub carry: Duration,
 }
 
 impl LeaseConfig {
-    /// `cells` per renewal, spendable for `period`, renewed below half.
+    /// `cells` per renewal, spendable for `period`, renewed below half. Such a node holds
+    /// between half and one and a half leases: through an outage it admits that many cells,
+    /// then refuses. To carry traffic through an outage, size by
+    /// [`for_share`](Self::for_share).
     pub const fn new(cells: u32, period: Duration) -> LeaseConfig {
         LeaseConfig {
             cells,
             period,
             low_water: cells.div_ceil(2),
+            carry: Duration::ZERO,
         }
     }
+
+    /// Leases that carry this node's `share` of the quota through an outage of up to half
+    /// the `period`: the node keeps at least `share × period / 2` cells (the low water) that
+    /// stay spendable for at least `period / 2` more (the carry), renewing a quarter of that
+    /// at a time. When an outage starts, it holds that many cells (less what was spent while
+    /// the last renewal was in flight), each valid for the carry: it admits at its share,
+    /// or below, for that long.
+    ///
+    /// The price is the reservation: a cell with less than the carry left no longer counts,
+    /// so a node below its share renews before its cells are spent, and those expire unspent
+    /// (counted): an idle node takes up to its share from the fleet bucket. At the share,
+    /// nothing expires (a cell waits period / 2 in the pool). Carrying the whole period
+    /// would double the reservation. The fleet fills everyone's pool only while demand
+    /// leaves room: keep `nodes × (low_water + cells)` within what the quota grants over a
+    /// period.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use resilix::rate_limit::Rate;
+    /// use resilix_redis::LeaseConfig;
+    ///
+    /// // 8 nodes sharing 1,000/s: 125/s each, carried through outages of up to 500 ms.
+    /// let lease = LeaseConfig::for_share(Rate::per_second(125), Duration::from_secs(1));
+    /// assert_eq!(lease.low_water, 63);
+    /// assert_eq!(lease.cells, 16);
+    /// ```
+    pub fn for_share(share: Rate, period: Duration) -> LeaseConfig {
+        let per = share.period().as_nanos().max(1);
+        let carry = (u128::from(share.count()) * (period.as_nanos() / 2)).div_ceil(per);
+        let low_water = u32::try_from(carry).unwrap_or(u32::MAX).max(1);
+        LeaseConfig {
+            cells: low_water.div_ceil(4),
+            period,
+            low_water,
+            carry: period / 2,
+        }
+    }
+}
+
+/// A cell spent from a lease, which [`LeasedRateLimiter::refund`] can put back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeasedCell {
+    until: Instant,
 }
 
 /// Counters of a leased limiter.
@@ -52,6 +105,8 @@ pub struct LeaseStats {
     pub renewal_failures: u64,
     /// Leased cells that expired unspent.
     pub expired_cells: u64,
+    /// Cells given back to the pool ([`LeasedRateLimiter::refund`]).
+    pub refunded: u64,
 }
 
 #[derive(Default)]
@@ -62,6 +117,7 @@ struct Counters {
     renewals_refused: AtomicU64,
     renewal_failures: AtomicU64,
     expired_cells: AtomicU64,
+    refunded: AtomicU64,
 }
 
 /// Leased cells: (spendable until, cells left), oldest first.
@@ -95,9 +151,14 @@ impl<C> Shared<C> {
 
     /// Leased cells left after dropping the leases that ended by `now`.
     fn left(&self, now: Instant) -> u64 {
+        self.counted(now, Duration::ZERO)
+    }
+
+    /// Leased cells spendable for at least `carry` after `now`.
+    fn counted(&self, now: Instant, carry: Duration) -> u64 {
         let mut pool = self.lock();
         let gone = expire(&mut pool, now);
-        let left = total(&pool);
+        let left = fresh(&pool, now, carry);
         drop(pool);
         self.expired(gone);
         left
@@ -204,40 +265,86 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
     /// One call: spends a leased cell, or refuses (`rate-limited`, no retry instant: the next
     /// renewal's time is not known).
     pub fn try_acquire(&self) -> Result<(), Rejection> {
+        self.try_acquire_refundable().map(|_| ())
+    }
+
+    /// As [`try_acquire`](Self::try_acquire), answering the cell, which
+    /// [`refund`](Self::refund) can put back.
+    pub fn try_acquire_refundable(&self) -> Result<LeasedCell, Rejection> {
         let s = &self.shared;
         let now = s.clock.now();
         let (taken, left, gone) = {
             let mut pool = s.lock();
             let gone = expire(&mut pool, now);
             let taken = match pool.front_mut() {
-                Some((_, n)) => {
+                Some((until, n)) => {
+                    let until = *until;
                     *n -= 1;
                     if *n == 0 {
                         pool.pop_front();
                     }
-                    true
+                    Some(until)
                 }
-                None => false,
+                None => None,
             };
-            (taken, total(&pool), gone)
+            (taken, fresh(&pool, now, s.lease.carry), gone)
         };
         s.expired(gone);
         if left < u64::from(s.lease.low_water) {
             s.wake.notify_one();
         }
-        if taken {
+        if let Some(until) = taken {
             s.counters.admitted.fetch_add(1, Ordering::Relaxed);
-            Ok(())
+            Ok(LeasedCell { until })
         } else {
             s.counters.refused.fetch_add(1, Ordering::Relaxed);
             Err(Rejection::new(RejectReason::RateLimited))
         }
     }
 
+    /// Puts a cell the call did not use back into the pool, in the lease it came from (it
+    /// stays spendable only until that lease ends), so no cell is ever spent outside its
+    /// lease and the bound is unchanged. Answers whether it went back (not if its lease has
+    /// ended). Local only: the fleet bucket granted the lease, and the lease is still this
+    /// node's.
+    ///
+    /// ```no_run
+    /// # fn run(limiter: &resilix_redis::LeasedRateLimiter<resilix_tokio::TokioClock>) {
+    /// if let Ok(cell) = limiter.try_acquire_refundable() {
+    ///     // ... the call turned out not to need it:
+    ///     limiter.refund(cell);
+    /// }
+    /// # }
+    /// ```
+    pub fn refund(&self, cell: LeasedCell) -> bool {
+        let s = &self.shared;
+        let now = s.clock.now();
+        if cell.until <= now {
+            return false;
+        }
+        let mut pool = s.lock();
+        // Leases are kept in order of their end; the cell goes back into its own.
+        let at = pool.partition_point(|&(until, _)| until < cell.until);
+        match pool.get_mut(at) {
+            Some((until, n)) if *until == cell.until => *n = n.saturating_add(1),
+            _ => pool.insert(at, (cell.until, 1)),
+        }
+        drop(pool);
+        s.counters.refunded.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
     /// Leased cells spendable at this instant.
     pub fn leased(&self) -> u64 {
         let s = &self.shared;
         s.left(s.clock.now())
+    }
+
+    /// Leased cells spendable for at least [`LeaseConfig::carry`] more: what this node can
+    /// admit through an outage starting now.
+    pub fn carried(&self) -> u64 {
+        let s = &self.shared;
+        s.counted(s.clock.now(), s.lease.carry)
     }
 
     /// The counters.
@@ -251,6 +358,7 @@ impl<C: Clock + Send + Sync + 'static> LeasedRateLimiter<C> {
             renewals_refused: r(&c.renewals_refused),
             renewal_failures: r(&c.renewal_failures),
             expired_cells: r(&c.expired_cells),
+            refunded: r(&c.refunded),
         }
     }
 }
@@ -268,8 +376,13 @@ fn expire(pool: &mut Pool, now: Instant) -> u32 {
     gone
 }
 
-fn total(pool: &Pool) -> u64 {
-    pool.iter().map(|(_, n)| u64::from(*n)).sum()
+/// Cells spendable for at least `carry` after `now`.
+fn fresh(pool: &Pool, now: Instant, carry: Duration) -> u64 {
+    let from = now.saturating_add(carry);
+    pool.iter()
+        .filter(|(until, _)| *until > from)
+        .map(|(_, n)| u64::from(*n))
+        .sum()
 }
 
 /// The renewing task: keeps at least the low water leased while Redis grants it.
@@ -286,9 +399,16 @@ async fn renew<C: Clock>(
     // Floors of 1 ms keep a tiny period from spinning the task.
     let floor = Duration::from_millis(1);
     let retry = Duration::from_millis(50).min(s.lease.period / 4).max(floor);
-    let idle = (s.lease.period / 4).max(floor);
+    // A pool that must carry an outage is looked at more often: its cells stop counting
+    // while they are still in hand.
+    let idle = if s.lease.carry.is_zero() {
+        s.lease.period / 4
+    } else {
+        s.lease.period / 16
+    }
+    .max(floor);
     loop {
-        let left = s.left(s.clock.now());
+        let left = s.counted(s.clock.now(), s.lease.carry);
         if left >= u64::from(s.lease.low_water) {
             let _ = tokio::time::timeout(idle, s.wake.notified()).await;
             continue;

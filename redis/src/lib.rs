@@ -113,6 +113,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod bound;
 mod budget;
 mod config;
 mod events;
@@ -129,7 +130,7 @@ pub use backend::Backend;
 pub use budget::{FleetRetryBudget, RetryBudgetConfig, RetryBudgetStats};
 pub use config::{Admitted, ConnectError, FleetConfig, OnBackendError};
 pub use events::{FleetEvent, FleetStats};
-pub use lease::{LeaseConfig, LeaseStats, LeasedRateLimiter};
+pub use lease::{LeaseConfig, LeaseStats, LeasedCell, LeasedRateLimiter};
 pub use limiter::FleetRateLimiter;
 pub use managed::Managed;
 pub use refund::Grant;

@@ -67,7 +67,17 @@ async fn refused_configs_have_their_own_errors() {
             .unwrap_err(),
         FleetConfigError::Rate(RateLimitConfigError::RateBeyondResolution)
     );
-    assert!(build(FleetConfig::new("a", fast)).is_ok());
+    // Failing open is capped by the core's limiter too: at the quota unless told otherwise.
+    assert_eq!(
+        build(FleetConfig::new("a", fast)).unwrap_err(),
+        FleetConfigError::Rate(RateLimitConfigError::RateBeyondResolution)
+    );
+    assert!(build(FleetConfig::new("a", fast).with_fail_open_limit(ok)).is_ok());
+    assert!(build(FleetConfig::new("a", fast).on_backend_error(OnBackendError::Deny)).is_ok());
+    assert_eq!(
+        build(FleetConfig::new("a", ok).with_max_in_flight(0)).unwrap_err(),
+        FleetConfigError::Backend
+    );
     assert_eq!(
         build(FleetConfig::new("a{b}", ok)).unwrap_err(),
         FleetConfigError::BraceInName

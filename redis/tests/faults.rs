@@ -17,8 +17,9 @@ use tokio::time::Instant;
 
 const TIMEOUT: Duration = Duration::from_millis(100);
 /// What a call may take beyond the backend timeout: the runtime waking the timer on a
-/// machine shared with other builds.
-const SLACK: Duration = Duration::from_millis(150);
+/// machine shared with other builds (generous: the property is that calls are bounded at
+/// all, not how tightly a loaded host's timers fire).
+const SLACK: Duration = Duration::from_millis(900);
 
 fn limiter(
     url: &str,
@@ -79,6 +80,9 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
             FleetEvent::ScriptLoaded => "loaded",
             FleetEvent::FailedOpen => "open",
             FleetEvent::Decided { .. } => "decided",
+            FleetEvent::BreakerOpen => "breaker",
+            FleetEvent::InFlightFull => "full",
+            FleetEvent::Expired => "expired",
             other => panic!("not expected of a fail-open limiter: {other:?}"),
         };
         seen.lock().unwrap().push(kind.to_owned());
@@ -95,7 +99,11 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     }
     let s = l.stats();
     assert_eq!(s.failed_open, 20, "{s:?}");
-    assert_eq!(s.backend_errors + s.backend_timeouts, 20, "{s:?}");
+    assert_eq!(s.not_decided(), 20, "{s:?}");
+    assert!(
+        s.breaker_open > 0,
+        "after 3 failures the breaker keeps calls local: {s:?}"
+    );
     assert_eq!(s.fleet_admitted, 20, "nothing reached Redis");
     // A longer outage (at least 1 s: the duration is the point, and a timer never fires
     // early), past the connection manager's reconnection attempts: the next call
@@ -117,6 +125,9 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     assert_eq!(count("loaded"), s.script_loads, "one event per count");
     assert_eq!(count("error"), s.backend_errors);
     assert_eq!(count("timeout"), s.backend_timeouts);
+    assert_eq!(count("breaker"), s.breaker_open);
+    assert_eq!(count("full"), s.in_flight_full);
+    assert_eq!(count("expired"), s.expired);
     assert_eq!(count("open"), s.failed_open);
     assert_eq!(count("decided"), s.fleet_admitted + s.fleet_refused);
 }
@@ -379,8 +390,8 @@ async fn killed_mid_run_under_concurrent_load() {
         let s = l.stats();
         eprintln!("{mode:?}: {calls} calls, the slowest {worst:?}; {s:?}");
         assert!(worst <= TIMEOUT + SLACK, "{mode:?}: a call took {worst:?}");
-        let failed = s.backend_errors + s.backend_timeouts;
-        let applied = s.failed_open + s.failed_closed + s.local_admitted + s.local_refused;
+        let failed = s.not_decided();
+        let applied = s.fallback_decisions();
         assert_eq!(
             failed, applied,
             "{mode:?}: each failure decided once: {s:?}"
@@ -392,7 +403,9 @@ async fn killed_mid_run_under_concurrent_load() {
         );
         assert!(failed > 0, "{mode:?}: the kill was seen: {s:?}");
         match mode {
-            OnBackendError::Allow => assert_eq!(s.failed_open, failed, "{s:?}"),
+            OnBackendError::Allow => {
+                assert_eq!(s.failed_open + s.failed_open_capped, failed, "{s:?}")
+            }
             OnBackendError::Deny => assert_eq!(s.failed_closed, failed, "{s:?}"),
             OnBackendError::Local { .. } => {
                 assert_eq!(s.local_admitted + s.local_refused, failed, "{s:?}")
@@ -450,11 +463,7 @@ async fn paused_server_bounds_latency_in_every_mode() {
     for (mode, l) in &ls {
         let s = l.stats();
         assert!(s.backend_timeouts >= 2, "{mode:?}: {s:?}");
-        assert_eq!(
-            s.backend_timeouts + s.backend_errors,
-            s.failed_open + s.failed_closed + s.local_admitted + s.local_refused,
-            "{mode:?}: {s:?}"
-        );
+        assert_eq!(s.not_decided(), s.fallback_decisions(), "{mode:?}: {s:?}");
     }
     assert!(
         ls[2].1.stats().local_admitted > 0,

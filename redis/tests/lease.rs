@@ -241,3 +241,77 @@ async fn a_slow_redis_never_slows_a_leased_call() {
     );
     assert!(count("timeout") >= 2, "{events:?}");
 }
+
+/// Leases sized for a share carry it through a pause shorter than the carry (half the lease
+/// period): a node calling at its share admits every call while Redis is stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leases_for_a_share_carry_it_through_a_pause() {
+    if common::redis_url("leases_for_a_share_carry_it_through_a_pause").is_none() {
+        return;
+    }
+    let server = OwnRedis::start("lease_share");
+    // 8 nodes on 800/s: 100/s each; a 1 s lease carries 500 ms.
+    let limit = RateLimitConfig::new(Rate::per_second(800)).with_burst(200);
+    let lease = LeaseConfig::for_share(Rate::per_second(100), Duration::from_secs(1));
+    assert_eq!((lease.low_water, lease.cells), (50, 13));
+    let l = LeasedRateLimiter::spawn(
+        common::connect(&server.url()).await,
+        fleet_config(&common::prefix("lease_share"), limit)
+            .with_backend_timeout(Duration::from_millis(20)),
+        lease,
+        TokioClock::new(),
+    )
+    .unwrap();
+    // Calls at the share (never faster: a sleep is never short) for a second, then until the
+    // pool holds its low water, then Redis stops.
+    let every = Duration::from_millis(10);
+    let t0 = tokio::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) || l.carried() < u64::from(lease.low_water) {
+        let _ = l.try_acquire();
+        tokio::time::sleep(every).await;
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", l.stats());
+    }
+    let held = l.carried();
+    server.pause();
+    let paused = tokio::time::Instant::now();
+    let (mut calls, mut admitted) = (0u64, 0u64);
+    // 400 ms of calls at the share: at most 41 calls, against at least 50 cells that all
+    // stay spendable for 500 ms more.
+    while paused.elapsed() < Duration::from_millis(400) {
+        calls += 1;
+        admitted += u64::from(l.try_acquire().is_ok());
+        tokio::time::sleep(every).await;
+    }
+    server.resume();
+    eprintln!(
+        "{admitted} of {calls} calls admitted through a 400 ms pause, holding {held}; {:?}",
+        l.stats()
+    );
+    assert_eq!(admitted, calls, "{:?}", l.stats());
+}
+
+/// A leased cell given back goes into its own lease and is spent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_cell_given_back_is_spent_again() {
+    let Some(url) = common::redis_url("a_leased_cell_given_back_is_spent_again") else {
+        return;
+    };
+    let limit = RateLimitConfig::new(Rate::per_second(10)).with_burst(5);
+    let l = LeasedRateLimiter::spawn(
+        common::connect(&url).await,
+        fleet_config(&common::prefix("lease_refund"), limit),
+        LeaseConfig::new(5, Duration::from_secs(5)),
+        TokioClock::new(),
+    )
+    .unwrap();
+    let t0 = tokio::time::Instant::now();
+    while l.leased() < 5 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", l.stats());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let cell = l.try_acquire_refundable().unwrap();
+    assert_eq!(l.leased(), 4);
+    assert!(l.refund(cell));
+    assert_eq!(l.leased(), 5);
+    assert_eq!(l.stats().refunded, 1);
+}

@@ -114,6 +114,27 @@ impl OwnRedis {
         );
     }
 
+    /// SIGSTOP: the server stops answering, connections open (a stalled host, a long fork).
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT after [`pause`](Self::pause).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running").id();
+        let ok = Command::new("kill")
+            .arg(sig)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill(1)")
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+
     /// SIGKILL: the server dies as in a crash, without closing connections politely.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -127,5 +148,52 @@ impl Drop for OwnRedis {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Admissions at most in any window of `window`: the largest count of `times` (sorted, ns)
+/// within `window` of each other.
+pub fn max_in_window(times: &[u64], window: Duration) -> u64 {
+    let w = window.as_nanos() as u64;
+    let (mut best, mut lo) = (0usize, 0usize);
+    for hi in 0..times.len() {
+        while times[hi] - times[lo] >= w {
+            lo += 1;
+        }
+        best = best.max(hi - lo + 1);
+    }
+    best as u64
+}
+
+/// The host's own stalls: a thread that sleeps 1 ms at a time and records the longest it
+/// overslept, beside a measurement.
+pub struct StallSampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Duration>>,
+}
+
+impl StallSampler {
+    pub fn start() -> StallSampler {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut worst = Duration::ZERO;
+            while !s.load(Ordering::Relaxed) {
+                let t = std::time::Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                worst = worst.max(t.elapsed().saturating_sub(Duration::from_millis(1)));
+            }
+            worst
+        });
+        StallSampler {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The longest oversleep so far; stops the sampler.
+    pub fn finish(mut self) -> Duration {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.take().unwrap().join().unwrap()
     }
 }
