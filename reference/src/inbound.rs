@@ -18,9 +18,12 @@
 //!   deadline, then CoDel for sheddable lines only) re-stated over them.
 //! * **early shedding**: a newcomer that would wait is shed at once when
 //!   `(waiters of its criticality or more + 1) × service / limit` is longer than it may wait
-//!   or would take it past its deadline; the busy period (numbered, one more each time the
-//!   queue goes from empty to one waiter) is overloaded once an arrival was shed for room or
-//!   time in it, and then every class may wait only `target`.
+//!   or would take it past its deadline; the shed pressure is `p ← p − ⌊p / 256⌋ (+ 256 if the
+//!   arrival was shed for room or time)` over every arrival decided past the first deadline
+//!   check, and above 32,768 (one half) every class may wait only `target`.
+//! * **the service time**: the average of settled requests' time in their slot, in whole µs,
+//!   `(7 × average + taken) / 8` after the first (which sets it); cancelled requests say
+//!   nothing.
 //!
 //! What is shared rather than re-stated: the per-pop CoDel controller ([`Codel`]) — it is held
 //! to [`RfcCodel`], the RFC's pseudocode over a packet queue, by its own differential test and by
@@ -253,9 +256,10 @@ pub struct Model {
     /// Requests holding a waiting place.
     pub waiting: u64,
     busy_since: u64,
-    /// The number of the current busy period, and of the last that overflowed.
-    period: u64,
-    overflowed: u64,
+    /// The share of recent arrivals shed for room or time, in 1/65,536ths.
+    pressure: u64,
+    /// The service time's average (µs; 0 before any request settled).
+    pub service_us: u64,
     /// The waiting requests, one line per priority (`Priority::rank`).
     pub lines: [VecDeque<ModelWaiter>; 4],
     /// The model's CoDel (the core's controller; see the module docs).
@@ -281,8 +285,8 @@ impl Model {
             interval_ticks: interval.div_ceil(1 << shift),
             waiting: 0,
             busy_since: 0,
-            period: 0,
-            overflowed: u64::MAX,
+            pressure: 0,
+            service_us: 0,
             lines: Default::default(),
             codel: Codel::new(c.codel),
         }
@@ -293,9 +297,21 @@ impl Model {
         total - total * self.reserved * u64::from(p.rank()) / 3_000_000
     }
 
-    /// The typical service time (ns): the limiter model's baseline.
+    /// The typical service time (ns): the average of settled requests' time in their slot.
     pub fn service(&self) -> u64 {
-        self.limiter.baseline * 1_000 / 16
+        self.service_us * 1_000
+    }
+
+    /// A request admitted at `admitted` (ns) settles at `now`: the average moves to
+    /// `(7 × average + µs taken) / 8`, truncated, or is set by the first.
+    pub fn settled(&mut self, admitted: u64, now: u64) {
+        let took = (now.saturating_sub(admitted) / 1_000).min(u64::from(u32::MAX));
+        let next = if self.service_us == 0 {
+            took
+        } else {
+            (7 * self.service_us + took) / 8
+        };
+        self.service_us = next.min(u64::from(u32::MAX));
     }
 
     fn can_meet(&self, now: u64, deadline: u64) -> bool {
@@ -332,9 +348,14 @@ impl Model {
         w.min(u128::from(u64::MAX)) as u64
     }
 
-    /// Whether the current busy period overflowed.
+    /// Whether more than half of the recent arrivals were shed for room or time.
     pub fn overloaded(&self) -> bool {
-        self.waiting > 0 && self.overflowed == self.period
+        self.pressure > 32_768
+    }
+
+    /// One more arrival: `p − ⌊p / 256⌋`, plus 256 if it was shed.
+    fn arrival(&mut self, shed: bool) {
+        self.pressure = self.pressure - self.pressure / 256 + if shed { 256 } else { 0 };
     }
 
     fn admission_wait(&self, now: u64, p: Priority) -> u64 {
@@ -346,7 +367,7 @@ impl Model {
     }
 
     fn full(&mut self, now: u64) -> ModelDecision {
-        self.overflowed = self.period;
+        self.arrival(true);
         ModelDecision::Reject {
             cause: ShedCause::QueueFull,
             retry_at: Some(now.saturating_add(self.retry_after)),
@@ -366,6 +387,7 @@ impl Model {
         if self.waiting == 0
             && self.limiter.in_flight < self.share(self.limiter.whole_limit(), priority)
         {
+            self.arrival(false);
             return ModelDecision::Admit(self.limiter.admit(now).expect("under the limit"));
         }
         let predicted = self.predicted(self.ahead(priority));
@@ -376,17 +398,17 @@ impl Model {
         if let Some(d) = deadline
             && !self.can_meet(now.saturating_add(predicted), d)
         {
-            self.overflowed = self.period;
+            self.arrival(true);
             return ModelDecision::Reject {
                 cause: ShedCause::Deadline,
                 retry_at: None,
             };
         }
         if self.waiting < self.share(self.queue, priority) {
+            self.arrival(false);
             self.waiting += 1;
             if self.waiting == 1 {
                 self.busy_since = now;
-                self.period += 1;
             }
             let mut until = now.saturating_add(wait);
             if let Some(d) = deadline {
@@ -559,7 +581,7 @@ pub struct InboundReport {
     pub shed: [u64; 4],
     /// Dispatches that found the queue standing.
     pub standing: u64,
-    /// Arrivals that found the queue overloaded (an arrival shed in its busy period).
+    /// Arrivals that found the server overloaded (most recent arrivals shed).
     pub overloaded: u64,
 }
 
@@ -570,7 +592,8 @@ pub struct InboundTwin<'a> {
     /// The model.
     pub model: Model,
     codel: Codel,
-    running: Vec<(InboundPermit<&'a Inbound>, ModelPermit)>,
+    /// Running requests: the real permit, the model's, and when the model admitted it (ns).
+    running: Vec<(InboundPermit<&'a Inbound>, ModelPermit, u64)>,
     lines: Lines<'a>,
     next_id: u64,
     /// What happened so far.
@@ -618,7 +641,7 @@ impl<'a> InboundTwin<'a> {
         match (self.real.admit(now, priority, deadline), model) {
             (Decision::Admit(p), ModelDecision::Admit(m)) => {
                 self.report.admitted += 1;
-                self.running.push((p, m));
+                self.running.push((p, m, t));
                 Ok(())
             }
             (Decision::Queue(place), ModelDecision::Queue { until }) => {
@@ -655,10 +678,11 @@ impl<'a> InboundTwin<'a> {
         verdict: Option<Verdict>,
         rng: &mut dyn Random,
     ) -> Result<(), String> {
-        let (p, m) = self.running.remove(index);
+        let (p, m, admitted) = self.running.remove(index);
         match verdict {
             Some(v) => {
                 p.settle(&v, &mut Env::new(now, rng));
+                self.model.settled(admitted, now.as_nanos());
                 self.model.limiter.settle(m, &v, now.as_nanos(), rng);
             }
             None => {
@@ -751,7 +775,7 @@ impl<'a> InboundTwin<'a> {
         }
         self.report.served += served.len() as u64;
         for ((_, p), (_, m)) in served.into_iter().zip(model_served) {
-            self.running.push((p, m));
+            self.running.push((p, m, now.as_nanos()));
         }
         Ok(())
     }

@@ -12,8 +12,8 @@
 //! * **queue until an instant** ([`Decision::Queue`]): it waits for a slot, at most until
 //!   [`QueuePlace::until`]: `interval` (Fail at Scale's N, 100 ms) after arrival, or only
 //!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N) and
-//!   for every request while the queue is overloaded (an arrival was shed since it last
-//!   emptied), and never past its own deadline less a typical service time.
+//!   for every request while the server is overloaded (more than half of the recent arrivals
+//!   shed), and never past its own deadline less a typical service time.
 //! * **reject with a retry-at** ([`Decision::Reject`] with a [`Shed`]): the queue has no room
 //!   for this priority, or the request's predicted wait (its place in the queue × the time
 //!   between completions, [`Inbound::predicted_wait`]) is longer than it may wait or would
@@ -88,7 +88,7 @@ use core::time::Duration;
 
 use crate::limiter::Limiter;
 use crate::slots::Slots;
-use crate::sync::AtomicU32;
+use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
 use standing::BusySince;
 
@@ -100,9 +100,10 @@ pub struct Inbound {
     /// Waiters per criticality (`Priority::rank`), for the position a newcomer takes.
     classes: [Slots; 4],
     busy: BusySince,
-    /// The number of the current busy period, and of the last one that overflowed (`wait.rs`).
-    period: AtomicU32,
-    overflowed: AtomicU32,
+    /// The share of recent arrivals shed for want of room or time, in 1/65,536ths (`wait.rs`).
+    pressure: AtomicU32,
+    /// The service time's moving average, in microseconds (0: none settled yet; `wait.rs`).
+    service: AtomicU32,
     queue: u32,
     /// `reserved` in millionths.
     reserved: u32,
@@ -141,8 +142,8 @@ impl Inbound {
                 queued: Slots::new(),
                 classes: [Slots::new(), Slots::new(), Slots::new(), Slots::new()],
                 busy: BusySince::new(config.codel.interval),
-                period: AtomicU32::new(0),
-                overflowed: AtomicU32::new(u32::MAX),
+                pressure: AtomicU32::new(0),
+                service: AtomicU32::new(0),
                 queue: config.queue,
                 reserved,
                 codel: config.codel,
@@ -184,6 +185,7 @@ impl Inbound {
                 .limiter
                 .acquire_within(|limit| priority.share_of(limit, inbound.reserved))
         {
+            inbound.arrival(false);
             return Decision::Admit(InboundPermit::new(this.clone(), now, n, limit));
         }
         // It would wait: shed it now if it cannot be served in the time it may wait, or
@@ -191,13 +193,13 @@ impl Inbound {
         let predicted = inbound.predicted_wait(inbound.ahead(priority));
         let wait = inbound.admission_wait(now, priority);
         if predicted > wait {
-            inbound.overflow();
+            inbound.arrival(true);
             return Decision::Reject(inbound.full(now));
         }
         if let Some(d) = deadline
             && !inbound.can_meet(now.saturating_add(predicted), d)
         {
-            inbound.overflow();
+            inbound.arrival(true);
             return Decision::Reject(Shed::new(ShedCause::Deadline, None));
         }
         match inbound
@@ -205,6 +207,7 @@ impl Inbound {
             .try_acquire(priority.share_of(inbound.queue, inbound.reserved))
         {
             Ok(n) => {
+                inbound.arrival(false);
                 inbound.joined(now, priority, n);
                 let mut until = now.saturating_add(wait);
                 if let Some(d) = deadline {
@@ -219,7 +222,7 @@ impl Inbound {
                 ))
             }
             Err(_) => {
-                inbound.overflow();
+                inbound.arrival(true);
                 Decision::Reject(inbound.full(now))
             }
         }
@@ -261,10 +264,12 @@ impl Inbound {
         deadline.instant() > now.saturating_add(self.service_time())
     }
 
-    /// A typical service time: the limiter's baseline latency (Gradient2's long-term average,
-    /// Vegas's no-load latency), zero before the first window closes.
+    /// A typical service time: the moving average of settled requests' time in their slot
+    /// (admission to settle), weight 1/8 per request, from the first request settled; zero
+    /// before any. It forms from the first requests (the limiter's baseline waits for a
+    /// window to close), so a server shedding from its first second predicts with it.
     pub fn service_time(&self) -> Duration {
-        self.limiter.baseline().as_duration()
+        Duration::from_micros(u64::from(self.service.load(Ordering::Relaxed)))
     }
 
     /// The concurrency limit in force.

@@ -72,6 +72,7 @@ impl<P: Deref<Target = Inbound>> Permit for InboundPermit<P> {
         env: &mut Env<'_, R, O>,
     ) {
         if let Some(inbound) = self.inbound.take() {
+            inbound.record_service(env.now.saturating_duration_since(self.admitted_at));
             inbound.limiter.release_slot();
             inbound
                 .limiter

@@ -152,11 +152,11 @@ fn a_deadline_that_cannot_be_met_is_refused_without_retry_at() {
 }
 
 #[test]
-fn the_service_time_is_the_limiters_baseline_and_counts_against_deadlines() {
+fn the_service_time_is_the_settled_requests_average_and_counts_against_deadlines() {
     let inbound = fixed(4, 4);
     let mut rng = SeededRandom::new(9);
     let mut now = T0;
-    // Enough 20 ms requests over more than a window (1 s) for the baseline to form.
+    // 20 ms requests: the average is 20 ms from the first.
     for _ in 0..80 {
         let p = admitted(inbound.admit(now, Priority::Critical, None));
         now = now + ms(20);

@@ -72,14 +72,18 @@ fn a_request_that_would_miss_its_deadline_in_the_queue_is_shed_on_arrival() {
     // First in line: starts in 20 ms, done at 40 ms, within 50 ms.
     let first = decide(inbound.admit(now, Priority::Critical, d)).unwrap();
     assert_eq!(first.until(), now + ms(30), "deadline less a service time");
-    assert!(!inbound.overloaded());
     // Second: starts in 40 ms, would be done at 60 ms: shed now, with no retry-at.
     let shed = decide(inbound.admit(now, Priority::Critical, d))
         .unwrap_err()
         .unwrap();
     assert_eq!((shed.cause(), shed.retry_at()), (ShedCause::Deadline, None));
     assert_eq!(inbound.waiting(), 1);
-    assert!(inbound.overloaded(), "the busy period overflowed");
+    assert_eq!(
+        inbound.shed_pressure(),
+        1.0 / 256.0,
+        "one arrival of about 256 shed"
+    );
+    assert!(!inbound.overloaded());
 }
 
 #[test]
@@ -98,45 +102,74 @@ fn a_request_that_would_wait_longer_than_the_queue_allows_is_shed_on_arrival() {
         .unwrap();
     assert_eq!(shed.cause(), ShedCause::QueueFull);
     assert_eq!(shed.retry_at(), Some(now + Duration::from_secs(1)));
-    assert!(inbound.overloaded());
 }
 
 #[test]
-fn an_overloaded_queue_lets_every_class_wait_only_the_target_until_it_empties() {
+fn an_overloaded_server_lets_every_class_wait_only_the_target() {
     let (inbound, now) = warmed(1, 100, ms(4));
     let running = inbound.admit(now, Priority::Critical, None);
     let mut places = Vec::new();
     for _ in 0..25 {
         places.push(decide(inbound.admit(now, Priority::Critical, None)).unwrap());
     }
-    assert_eq!(inbound.admission_wait(now, Priority::Critical), ms(100));
-    assert!(decide(inbound.admit(now, Priority::Critical, None)).is_err());
-    assert!(inbound.overloaded());
-    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(5));
-    places.truncate(0);
-    assert!(
-        !inbound.overloaded(),
-        "the queue emptied: the busy period is over"
-    );
-    for _ in 0..25 {
-        places.push(decide(inbound.admit(now, Priority::Critical, None)).unwrap());
-    }
     assert_eq!(places[0].until(), now + ms(100));
-    // 25 waiters: the 26th would wait 104 ms.
-    assert!(decide(inbound.admit(now, Priority::Critical, None)).is_err());
+    // Every arrival now would wait 104 ms: shed. More than half the recent arrivals are shed
+    // after 177 (about 256 × ln 2, less for the truncation of each step).
+    let mut sheds = 0;
+    while !inbound.overloaded() {
+        assert!(decide(inbound.admit(now, Priority::Critical, None)).is_err());
+        sheds += 1;
+    }
+    assert_eq!(sheds, 177);
+    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(5));
+    assert_eq!(inbound.queue_timeout(now, Priority::CriticalPlus), ms(100));
     places.truncate(1);
-    assert!(inbound.overloaded(), "still the same busy period");
-    assert_eq!(inbound.admission_wait(now, Priority::Critical), ms(5));
     let shed = decide(inbound.admit(now, Priority::Critical, None)).unwrap_err();
     assert_eq!(
         shed.unwrap().cause(),
         ShedCause::QueueFull,
         "8 ms is above 5 ms"
     );
-    places.truncate(0);
+    places.clear();
+    // Alone in the queue it would wait 4 ms: it waits at most the target.
     let p = decide(inbound.admit(now, Priority::Critical, None)).unwrap();
-    assert_eq!(p.until(), now + ms(100));
-    drop((p, running));
+    assert_eq!(p.until(), now + ms(5));
+    drop(p);
+    // Queued arrivals bring the share down again.
+    let mut queued = 0;
+    while inbound.overloaded() {
+        drop(decide(inbound.admit(now, Priority::Critical, None)).unwrap());
+        queued += 1;
+    }
+    assert!(queued < 10, "{queued}");
+    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(100));
+    drop(running);
+}
+
+#[test]
+fn the_shed_pressure_is_a_moving_share_of_about_256_arrivals() {
+    use super::wait::{PRESSURE_ONE, next_pressure};
+    assert_eq!(next_pressure(0, true), 256);
+    assert_eq!(next_pressure(256, false), 255);
+    assert_eq!(
+        next_pressure(255, false),
+        255,
+        "⌊255 / 256⌋ = 0: a floor below one step"
+    );
+    assert_eq!(
+        next_pressure(PRESSURE_ONE, true),
+        PRESSURE_ONE,
+        "all shed stays at one"
+    );
+    let mut p = 0;
+    for _ in 0..4_000 {
+        p = next_pressure(p, true);
+        p = next_pressure(p, false);
+    }
+    assert!(
+        (32_000..=33_000).contains(&p),
+        "{p}: half shed reads one half"
+    );
 }
 
 #[test]
@@ -302,4 +335,27 @@ fn codel_never_drops_a_critical_request() {
     }
     assert_eq!(served, 30);
     assert!(!codel.dropping());
+}
+
+#[test]
+fn the_service_time_moves_an_eighth_of_the_way_per_request() {
+    use super::wait::next_service;
+    assert_eq!(next_service(0, 20_000), 20_000, "the first sets it");
+    assert_eq!(next_service(20_000, 28_000), 21_000);
+    assert_eq!(next_service(8, 0), 7, "(7 × 8 + 0) / 8");
+    assert_eq!(next_service(15, 0), 13, "truncated: 105 / 8");
+    assert_eq!(next_service(1, u64::from(u32::MAX) * 9), u32::MAX);
+    let inbound = Inbound::new(InboundConfig::fixed(2)).unwrap();
+    assert_eq!(inbound.service_time(), Duration::ZERO);
+    let mut rng = SeededRandom::new(1);
+    for (took, average) in [(ms(8), ms(8)), (ms(16), ms(9)), (ms(1), ms(8))] {
+        let Decision::Admit(p) = inbound.admit(T0, Priority::Critical, None) else {
+            panic!()
+        };
+        p.settle(&Verdict::Success, &mut Env::new(T0 + took, &mut rng));
+        assert_eq!(inbound.service_time(), average);
+    }
+    // A cancelled request says nothing.
+    drop(inbound.admit(T0, Priority::Critical, None));
+    assert_eq!(inbound.service_time(), ms(8));
 }

@@ -1,6 +1,5 @@
 //! How long a request would wait, decided when it arrives: the queue position × the time
-//! between completions, and whether the queue is overloaded (it has overflowed in the current
-//! busy period).
+//! between completions, and whether the server is overloaded (most recent arrivals shed).
 //!
 //! A request that finds every slot taken starts after the waiters it queues behind (those of
 //! its criticality or more: a freed slot serves the most critical first) and one more have
@@ -11,16 +10,16 @@
 //! refusal is then known on arrival, so it is answered on arrival, instead of after a wait
 //! that cannot end well (issue 36: shed answers came at the client's deadline).
 //!
-//! **Overloaded.** A busy period (the queue non-empty without a break) in which an arrival
-//! was shed for want of room or time is overloaded until the queue next empties. While it is,
-//! every criticality may wait only `target` (Fail at Scale's M), so a queue that stands under
-//! sustained overload is kept short and an accepted request waits little; a queue that fills
-//! and drains at 1× never overflowed, so it loses nothing a FIFO would have served. The state
-//! is two counters: the number of the current busy period (advanced when the queue goes from
-//! empty to one waiter) and the number of the last period that overflowed. It is approximate
-//! under races in the same way as `standing.rs` (a join and an overflow racing across a busy
-//! period's edge may mark the wrong period), and the period number wraps after 2^32 busy
-//! periods, where one stale overflow could read as current for one period.
+//! **Overloaded.** The admission keeps the share of recent arrivals shed for want of room or
+//! time (a moving average over about 256 arrivals, weight 1/256 each, in 1/65,536ths). Above
+//! one half the server is overloaded: arrivals exceed twice what it serves (under sustained
+//! load `L` × capacity a server can serve at most `1/L` of the arrivals, whatever it queues).
+//! While it is, every criticality may wait only `target` (Fail at Scale's M), so the queue
+//! under sustained overload is kept short and an accepted request waits little. At 1× and a
+//! little above, a queue that fills in a burst sheds a few arrivals (the ones a FIFO would
+//! have served late), never half, so it keeps the whole interval and loses nothing a FIFO
+//! would have served in time. The average is one word updated by compare-and-swap; arrivals
+//! shed only because their own deadline is shorter than a service time do not count.
 
 use core::time::Duration;
 
@@ -47,11 +46,15 @@ impl Inbound {
         Duration::from_nanos(nanos.min(u128::from(u64::MAX)) as u64)
     }
 
-    /// Whether the queue is overloaded: it holds a waiter and an arrival was shed for
-    /// want of room or time since it last went from empty to one waiter.
+    /// Whether the server is overloaded: more than half of the recent arrivals were shed for
+    /// want of room or time.
     pub fn overloaded(&self) -> bool {
-        self.queued.held() > 0
-            && self.overflowed.load(Ordering::Acquire) == self.period.load(Ordering::Acquire)
+        self.pressure.load(Ordering::Relaxed) > PRESSURE_ONE / 2
+    }
+
+    /// The share of recent arrivals shed for want of room or time, in `[0, 1]`.
+    pub fn shed_pressure(&self) -> f32 {
+        self.pressure.load(Ordering::Relaxed) as f32 / PRESSURE_ONE as f32
     }
 
     /// How long a request of `priority` arriving at `now` may wait: `target` (Fail at Scale's
@@ -65,17 +68,30 @@ impl Inbound {
         }
     }
 
-    /// An arrival was shed for want of room or time: the current busy period overflowed.
-    pub(super) fn overflow(&self) {
-        let period = self.period.load(Ordering::Acquire);
-        self.overflowed.store(period, Ordering::Release);
+    /// An arrival was decided: `shed` if it was refused for want of room or time.
+    pub(super) fn arrival(&self, shed: bool) {
+        let _ = self
+            .pressure
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| {
+                Some(next_pressure(p, shed))
+            });
+    }
+
+    /// A request held its slot for `took`: the service time's average moves 1/8 of the way to
+    /// it (`(7 × average + took) / 8` in whole microseconds; the first sets it).
+    pub(super) fn record_service(&self, took: Duration) {
+        let sample = took.as_micros().min(u128::from(u32::MAX)) as u64;
+        let _ = self
+            .service
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |old| {
+                Some(next_service(u64::from(old), sample))
+            });
     }
 
     /// A waiter joined: `n` waiters are held now, this one included.
     pub(super) fn joined(&self, now: Instant, priority: Priority, n: u32) {
         if n == 1 {
             self.busy.mark(now);
-            self.period.fetch_add(1, Ordering::AcqRel);
         }
         // The class count has no cap of its own: the queue's counter holds the cap.
         let _ = self.classes[priority.rank() as usize].try_acquire(u32::MAX);
@@ -86,4 +102,28 @@ impl Inbound {
         self.classes[priority.rank() as usize].release();
         self.queued.release();
     }
+}
+
+/// The moving average after `sample` (µs): the sample itself first, then `(7 × old + sample)
+/// / 8`, truncated.
+pub(super) const fn next_service(old: u64, sample: u64) -> u32 {
+    let next = if old == 0 {
+        sample
+    } else {
+        (7 * old + sample) / 8
+    };
+    if next > u32::MAX as u64 {
+        u32::MAX
+    } else {
+        next as u32
+    }
+}
+
+/// The shed pressure's one: 2^16.
+pub(super) const PRESSURE_ONE: u32 = 1 << 16;
+
+/// The shed pressure after one more arrival: `p − ⌊p / 256⌋`, plus `2^16 / 256` if it was shed.
+pub(super) const fn next_pressure(p: u32, shed: bool) -> u32 {
+    let p = p - p / 256;
+    if shed { p + PRESSURE_ONE / 256 } else { p }
 }
