@@ -8,8 +8,12 @@
 //! cargo run --release -p resilix-redis --example fleet_load -- PROCS RATE SECS FAULT MODE
 //! cargo run --release -p resilix-redis --example fleet_load -- 8 5000 6 pause allow
 //! ```
-//! FAULT is `none`, `pause` or `kill` (2 s, from 2 s in); MODE `allow`, `deny` or `local`.
-//! Quota 1,000/s, burst 100, backend timeout 20 ms (the defaults otherwise).
+//! FAULT is `none`, `pause` (SIGSTOP for 2 s, from 2 s in), `pause5` (the same for 5 s),
+//! `kill` (SIGKILL, restarted 2 s later) or `failover` (a replica and Redis Sentinel beside
+//! the primary; the primary is killed at 2 s and Sentinel promotes the replica; the clients
+//! find the primary through Sentinel); MODE `allow`, `deny` or `local`. Quota 1,000/s, burst
+//! 100, backend timeout 20 ms (the defaults otherwise). `redis/scripts/load-matrix.sh` runs
+//! every combination.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -17,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use resilix::rate_limit::{Rate, RateLimitConfig};
-use resilix_redis::{FleetConfig, FleetRateLimiter, OnBackendError};
+use resilix_redis::{Backend, FleetConfig, FleetRateLimiter, OnBackendError};
 
 fn wall_ns() -> u64 {
     SystemTime::now()
@@ -50,12 +54,17 @@ fn main() {
     let secs: u64 = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(6);
     let fault = a.get(4).cloned().unwrap_or_else(|| "pause".into());
     let mode = a.get(5).cloned().unwrap_or_else(|| "allow".into());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let start_server = || {
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let port = free();
+    let dir = std::env::temp_dir().join(format!("resilix-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let server_on = |port: u16, extra: &[String]| {
         Command::new("redis-server")
             .args([
                 "--port",
@@ -66,13 +75,43 @@ fn main() {
                 "",
             ])
             .args(["--appendonly", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(extra)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH")
     };
+    let start_server = || server_on(port, &[]);
     let mut server = start_server();
+    let mut others = Vec::new();
+    let mut url = format!("redis://127.0.0.1:{port}/0");
+    if fault == "failover" {
+        let (replica, sport) = (free(), free());
+        let of = [
+            "--replicaof".to_owned(),
+            "127.0.0.1".to_owned(),
+            port.to_string(),
+        ];
+        others.push(server_on(replica, &of));
+        let conf = dir.join("sentinel.conf");
+        let text = format!(
+            "port {sport}\nbind 127.0.0.1\nsentinel monitor load 127.0.0.1 {port} 1\n\
+             sentinel down-after-milliseconds load 1000\nsentinel failover-timeout load 10000\n"
+        );
+        std::fs::write(&conf, text).unwrap();
+        others.push(
+            Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server --sentinel"),
+        );
+        url = format!("sentinel://127.0.0.1:{sport}/load");
+        std::thread::sleep(Duration::from_millis(1_500));
+    }
     std::thread::sleep(Duration::from_millis(300));
-    let url = format!("redis://127.0.0.1:{port}/0");
     let prefix = format!("load:{}:", std::process::id());
     let start = wall_ns() + 1_000_000_000;
     let children: Vec<_> = (0..procs)
@@ -104,21 +143,30 @@ fn main() {
         }
     });
     let at = |ns: u64| std::thread::sleep(Duration::from_nanos(ns.saturating_sub(wall_ns())));
+    // When the server answers again (SIGCONT, restart), on the wall clock.
+    let mut back = None;
     if fault != "none" {
         at(start + 2_000_000_000);
         let pid = server.id().to_string();
-        if fault == "pause" {
+        if fault.starts_with("pause") {
+            let long = if fault == "pause5" { 7 } else { 4 };
             Command::new("kill").args(["-STOP", &pid]).status().unwrap();
-            at(start + 4_000_000_000);
+            at(start + long * 1_000_000_000);
             Command::new("kill").args(["-CONT", &pid]).status().unwrap();
-        } else {
+            back = Some(wall_ns());
+        } else if fault == "kill" {
             server.kill().unwrap();
             server.wait().unwrap();
             at(start + 4_000_000_000);
             server = start_server();
+            back = Some(wall_ns());
+        } else {
+            server.kill().unwrap();
+            server.wait().unwrap();
         }
     }
     let (mut admitted, mut lat, mut counts) = (Vec::new(), Vec::new(), [0u64; 4]);
+    let (mut longest_gap, mut resumed) = (0u64, 0u64);
     for c in children {
         let out = c.stdout.unwrap();
         for line in BufReader::new(out).lines() {
@@ -127,6 +175,17 @@ fn main() {
             match f.next() {
                 Some("a") => admitted.push(f.next().unwrap().parse::<u64>().unwrap()),
                 Some("l") => lat.push(f.next().unwrap().parse::<u64>().unwrap()),
+                Some("g") => {
+                    let from: u64 = f.next().unwrap().parse().unwrap();
+                    let to: u64 = f.next().unwrap().parse().unwrap();
+                    longest_gap = longest_gap.max(to - from);
+                    if let Some(b) = back
+                        && from < b
+                        && to >= b
+                    {
+                        resumed = resumed.max(to - b);
+                    }
+                }
                 Some("s") => {
                     for (i, v) in f.enumerate().take(4) {
                         counts[i] += v.parse::<u64>().unwrap();
@@ -137,11 +196,17 @@ fn main() {
         }
     }
     let _ = server.kill();
+    for mut o in others {
+        let _ = o.kill();
+        let _ = o.wait();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     admitted.sort_unstable();
     lat.sort_unstable();
     let pct = |p: f64| Duration::from_nanos(lat[((lat.len() as f64 - 1.0) * p) as usize]);
     let longest = Duration::from_nanos(*lat.last().unwrap_or(&0));
     let cfg = config(&mode, procs);
+    let promotions = u32::from(fault == "failover");
     println!(
         "{procs} processes x {rate}/s for {secs} s, fault {fault}, mode {mode}: {} calls, {} admitted",
         lat.len(),
@@ -149,7 +214,7 @@ fn main() {
     );
     for w in [Duration::from_secs(1), Duration::from_millis(100)] {
         let got = max_in(&admitted, w);
-        let bound = cfg.bound(procs, w + longest, 0);
+        let bound = cfg.bound(procs, w + longest, promotions);
         let ok = if got <= bound { "within" } else { "OVER" };
         println!(
             "  max in any {w:?}: {got} ({ok} the bound {bound} over {:?})",
@@ -165,6 +230,17 @@ fn main() {
     println!(
         "  decided by Redis {}, by the failure mode {} (breaker open {}, no in-flight slot {})",
         counts[0], counts[1], counts[2], counts[3]
+    );
+    println!(
+        "  longest time a process went without a remote decision {:?}{}",
+        Duration::from_nanos(longest_gap),
+        match back {
+            Some(_) => format!(
+                "; remote decisions resumed {:?} after the server was back",
+                Duration::from_nanos(resumed)
+            ),
+            None => String::new(),
+        }
     );
     println!("  host's longest stall {:?}", *stall.lock().unwrap());
 }
@@ -193,7 +269,35 @@ fn child(a: &[String]) {
         .build()
         .unwrap();
     rt.block_on(async move {
-        let l = Arc::new(FleetRateLimiter::connect(url.as_str(), cfg).unwrap());
+        let l = match url.strip_prefix("sentinel://") {
+            Some(rest) => {
+                let (addr, service) = rest.split_once('/').unwrap();
+                let b = Backend::sentinel(
+                    [format!("redis://{addr}")],
+                    service,
+                    0,
+                    cfg.backend_timeout,
+                    cfg.connections,
+                )
+                .unwrap();
+                FleetRateLimiter::new(b, cfg).unwrap()
+            }
+            None => FleetRateLimiter::connect(url.as_str(), cfg).unwrap(),
+        };
+        // The longest stretch between two replies decided by Redis (wall ns).
+        let gap = Arc::new(Mutex::new((0u64, 0u64, 0u64)));
+        let g2 = gap.clone();
+        let l = Arc::new(l.with_observer(move |e| {
+            if let resilix_redis::FleetEvent::Decided { .. } = e {
+                let now = wall_ns();
+                let mut g = g2.lock().unwrap();
+                if g.0 != 0 && now - g.0 > g.2 - g.1 {
+                    *g = (now, g.0, now);
+                } else {
+                    g.0 = now;
+                }
+            }
+        }));
         let rec = Arc::new(Mutex::new((Vec::new(), Vec::new())));
         tokio::time::sleep(Duration::from_nanos(start.saturating_sub(wall_ns()))).await;
         let end = start + secs * 1_000_000_000;
@@ -232,6 +336,8 @@ fn child(a: &[String]) {
         for t in &r.1 {
             out.push_str(&format!("l {t}\n"));
         }
+        let g = *gap.lock().unwrap();
+        out.push_str(&format!("g {} {}\n", g.1, g.2));
         let s = l.stats();
         out.push_str(&format!(
             "s {} {} {} {}\n",

@@ -58,7 +58,7 @@ pub struct FleetConfig {
     /// default) caps at the quota itself.
     pub fail_open_limit: Option<RateLimitConfig>,
     /// The breaker on the backend (the core's [`resilix::breaker`]): while it is open, calls
-    /// are not sent and the failure mode decides at once. Default: open after 3 consecutive
+    /// are not sent and the failure mode decides at once. Default: open after 5 consecutive
     /// failures (errors, timeouts, decisions past the deadline), probe after 10 ms (less up to
     /// half, jittered), one probe at a time.
     pub breaker: BreakerConfig,

@@ -27,14 +27,14 @@ pub(crate) enum NotSent {
     InFlightFull,
 }
 
-/// The default breaker on the backend: open after 3 consecutive failures, probe after 10 ms
+/// The default breaker on the backend: open after 5 consecutive failures (Finagle's and Envoy's count), probe after 10 ms
 /// (jittered down by up to half, so a fleet does not probe together), one probe at a time;
 /// the failure rate is off (a fleet limiter's calls fail together or not at all).
 pub(crate) const DEFAULT_BREAKER: Config = Config {
     failure_rate_above_percent: None,
     minimum_calls: 1,
     slow_calls: None,
-    consecutive_failures: Some(3),
+    consecutive_failures: Some(5),
     open_wait: Duration::from_millis(10),
     open_backoff: None,
     open_jitter_percent: 50,

@@ -100,10 +100,6 @@ async fn killed_fails_open_counted_and_recovers_after_restart() {
     let s = l.stats();
     assert_eq!(s.failed_open, 20, "{s:?}");
     assert_eq!(s.not_decided(), 20, "{s:?}");
-    assert!(
-        s.breaker_open > 0,
-        "after 3 failures the breaker keeps calls local: {s:?}"
-    );
     assert_eq!(s.fleet_admitted, 20, "nothing reached Redis");
     // A longer outage (at least 1 s: the duration is the point, and a timer never fires
     // early), past the connection manager's reconnection attempts: the next call

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use common::{OwnRedis, StallSampler, max_in_window};
 use resilix::rate_limit::{Rate, RateLimitConfig};
+use resilix_redis::script::{Decision, GcraParams, GcraScript};
 use resilix_redis::{Admitted, FleetConfig, FleetEvent, FleetRateLimiter, OnBackendError};
 use tokio::time::Instant;
 
@@ -219,9 +220,48 @@ async fn after_a_pause_decisions_resume_at_once_and_stale_work_spends_nothing() 
         "stale work spent the bucket: {} left",
         first.1
     );
+}
+
+/// The script itself: past the caller's deadline it answers `Expired` and leaves the bucket
+/// untouched; before it, it decides as ever.
+#[tokio::test]
+async fn a_decision_past_its_deadline_spends_nothing() {
+    let Some(url) = common::redis_url("a_decision_past_its_deadline_spends_nothing") else {
+        return;
+    };
+    let mut conn = common::connect(&url).await;
+    let key = format!("{}{{deadline}}", common::prefix("deadline"));
+    let p = GcraParams::new(&RateLimitConfig::new(Rate::per_second(10)).with_burst(2)).unwrap();
+    let script = GcraScript::new();
+    let mut loaded = false;
+    let now = common::server_time(&mut conn).await;
+    let past = now - Duration::from_millis(1);
+    let d = script
+        .eval_before(&mut conn, &key, &p, 1, past, &mut loaded)
+        .await
+        .unwrap();
+    assert!(matches!(d, Decision::Expired { .. }), "{d:?}");
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!exists, "an expired decision wrote nothing");
+    let future = now + Duration::from_secs(5);
+    for _ in 0..2 {
+        let d = script
+            .eval_before(&mut conn, &key, &p, 1, future, &mut loaded)
+            .await
+            .unwrap();
+        assert!(matches!(d, Decision::Decided(r) if r.admitted), "{d:?}");
+    }
+    let d = script
+        .eval_before(&mut conn, &key, &p, 1, future, &mut loaded)
+        .await
+        .unwrap();
     assert!(
-        second.expired > 0,
-        "queued calls expired on the server: {second:?}"
+        matches!(d, Decision::Decided(r) if !r.admitted),
+        "the burst is spent: {d:?}"
     );
 }
 
@@ -256,4 +296,34 @@ async fn refunds_give_back_only_what_keeps_the_bound() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     let first = grants.remove(0);
     assert_eq!(l.refund(first).await.unwrap(), 0, "too late to give back");
+}
+
+/// Redis killed: after the breaker's consecutive failures, calls are not sent at all (counted,
+/// decided by the mode at once) until the open wait ends; a minute's wait here, so the test
+/// does not depend on how fast the host runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_breaker_keeps_calls_local_without_sending() {
+    if common::redis_url("an_open_breaker_keeps_calls_local_without_sending").is_none() {
+        return;
+    }
+    let mut server = OwnRedis::start("breaker_open");
+    let cfg = config(
+        "breaker_open",
+        OnBackendError::Allow,
+        RateLimitConfig::new(Rate::per_second(1_000)),
+    );
+    let breaker = resilix::breaker::Config {
+        open_wait: Duration::from_secs(60),
+        ..cfg.breaker
+    };
+    let l = FleetRateLimiter::connect(server.url(), cfg.with_breaker(breaker)).unwrap();
+    assert!(matches!(l.acquire().await, Ok(Admitted::Fleet { .. })));
+    server.kill();
+    for _ in 0..20 {
+        assert_eq!(l.acquire().await, Ok(Admitted::FailedOpen));
+    }
+    let s = l.stats();
+    assert_eq!(s.backend_errors + s.backend_timeouts, 5, "{s:?}");
+    assert_eq!(s.breaker_open, 15, "{s:?}");
+    assert_eq!(s.failed_open, 20, "{s:?}");
 }
