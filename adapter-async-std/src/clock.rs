@@ -162,6 +162,12 @@ impl WaitTimer for AsyncIoTimer {
     }
 }
 
+/// Every `Ok` a success, every `Err` transient: an HTTP client's responses need a classifier
+/// that reads them.
+impl resilix::resilience::DefaultClassifier for AsyncIoTimer {
+    type Classifier = resilix::classify::ResultClassifier;
+}
+
 impl Timer for AsyncIoTimer {
     type Sleep<'a> = Sleep;
 

@@ -155,6 +155,12 @@ impl Clock for EmbassyClock {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EmbassyTimer;
 
+/// Every `Ok` a success, every `Err` transient: an HTTP client's responses need a classifier
+/// that reads them.
+impl resilix::resilience::DefaultClassifier for EmbassyTimer {
+    type Classifier = resilix::classify::ResultClassifier;
+}
+
 impl Timer for EmbassyTimer {
     type Sleep<'a> = embassy_time::Timer;
 

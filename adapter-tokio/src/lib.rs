@@ -3,7 +3,8 @@
 //! The retry loop itself is the core's ([`resilix::execute::execute`]); this crate lends it
 //! tokio's clock and sleep ([`TokioTimer`]) and adds what a tokio service wants around it:
 //!
-//! * [`Resilience`]: a pipeline, an observer and a classifier bundled, with
+//! * [`Resilience`]: a pipeline, an observer and a classifier bundled (by default
+//!   [`AutoClassifier`](classify::AutoClassifier): HTTP responses by their status), with
 //!   [`Resilience::execute`] and [`Resilience::execute_or`] (a fallback).
 //! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
 //!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
@@ -177,6 +178,7 @@ mod clock;
 mod statics;
 
 pub mod chaos;
+pub mod classify;
 pub mod gauges;
 pub mod hedge;
 #[cfg(feature = "http")]
@@ -222,7 +224,9 @@ pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, th
 
 /// A pipeline with its observer and classifier, ready to run calls on tokio: the core's
 /// [`resilix::resilience::Resilience`] on [`TokioTimer`], with per-thread entropy for jitter
-/// and shedding ([`StdSeeds`]) unless given a seed.
+/// and shedding ([`StdSeeds`]) unless given a seed, classifying with
+/// [`AutoClassifier`](classify::AutoClassifier) unless given a classifier (HTTP responses by
+/// their status, any other `Ok` a success, any `Err` transient).
 ///
 /// ```
 /// use std::time::Duration;
@@ -249,5 +253,5 @@ pub use resilix_std::{Fallback, LastKnownGood, Served, SlotWaiters, StdSeeds, th
 /// assert!(slow.is_err(), "cut off after 50 ms");
 /// # });
 /// ```
-pub type Resilience<P, O = (), C = resilix::classify::ResultClassifier> =
+pub type Resilience<P, O = (), C = classify::AutoClassifier> =
     resilix::resilience::Resilience<P, TokioTimer, StdSeeds, O, C>;

@@ -209,16 +209,35 @@ pub struct Resilience<P, Tm, S = (), O = (), C = ResultClassifier> {
     classifier: C,
 }
 
-impl<P, Tm: Default, S: Default> Resilience<P, Tm, S> {
-    /// Runs calls through `pipeline`, classifying `Result`s (every `Err` a transient failure),
-    /// observing nothing, timed on the default timer, seeded from the default source.
+/// What [`Resilience::new`] classifies with on a timer's runtime: the adapter's choice, so that
+/// a runtime whose users call HTTP clients can read their responses by default.
+///
+/// The embassy and async-io adapters use [`ResultClassifier`] (every `Ok` a success, every
+/// `Err` transient); resilix-tokio's default also reads `http`, `reqwest` and `hyper`
+/// responses and errors by their status and by where they failed.
+pub trait DefaultClassifier {
+    /// The classifier a new `Resilience` on this timer starts with.
+    type Classifier: Default;
+}
+
+impl<P, Tm: Default + DefaultClassifier, S: Default> Resilience<P, Tm, S, (), Tm::Classifier> {
+    /// Runs calls through `pipeline`, observing nothing, timed on the default timer, seeded
+    /// from the default source, classifying outputs with the timer's runtime's default
+    /// ([`DefaultClassifier`]).
     pub fn new(pipeline: P) -> Self {
-        Resilience::with_parts(pipeline, Tm::default(), S::default())
+        Resilience {
+            pipeline,
+            timer: Tm::default(),
+            seeds: S::default(),
+            observer: (),
+            classifier: Tm::Classifier::default(),
+        }
     }
 }
 
 impl<P, Tm, S> Resilience<P, Tm, S> {
-    /// [`Self::new`] with this timer and seed source (`const`, for a `static`).
+    /// A `Resilience` with this timer and seed source, classifying with [`ResultClassifier`]
+    /// (`const`, for a `static`).
     pub const fn with_parts(pipeline: P, timer: Tm, seeds: S) -> Self {
         Resilience {
             pipeline,
