@@ -196,6 +196,7 @@ fn main() {
         }
     }
     let _ = server.kill();
+    let _ = server.wait();
     for mut o in others {
         let _ = o.kill();
         let _ = o.wait();

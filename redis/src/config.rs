@@ -145,7 +145,7 @@ pub enum Admitted {
     Local,
 }
 
-/// Why [`FleetRateLimiter::connect`] failed.
+/// Why [`FleetRateLimiter::connect`](crate::FleetRateLimiter::connect) failed.
 #[derive(Debug)]
 pub enum ConnectError {
     /// The URL or client was refused by redis-rs.

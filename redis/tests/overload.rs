@@ -183,11 +183,15 @@ async fn after_a_pause_decisions_resume_at_once_and_stale_work_spends_nothing() 
     .unwrap();
     let t0 = Instant::now();
     let first = loop {
-        let d = decided.lock().unwrap();
-        if let Some(&(at, remaining)) = d.iter().find(|(at, _)| *at >= answered - TIMEOUT) {
-            break (at, remaining);
+        let found = decided
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(at, _)| *at >= answered - TIMEOUT)
+            .copied();
+        if let Some(first) = found {
+            break first;
         }
-        drop(d);
         assert!(
             t0.elapsed() < Duration::from_secs(10),
             "no decision after the pause"
