@@ -30,6 +30,7 @@ pub use crate::limiter::{Limiter, LimiterConfig};
 pub use crate::observe::{Event, Observer};
 pub use crate::permit::{Env, Permit, Policy};
 pub use crate::pipeline::Pipeline;
+pub use crate::pipeline_type;
 pub use crate::random::SeededRandom;
 pub use crate::rate_limit::{Rate, RateLimitConfig, RateLimiter};
 pub use crate::rejection::{RejectReason, Rejection};

@@ -615,5 +615,7 @@ impl<Rt, T: Detach, B: Detach, L: Detach, H: Detach, Rl: Detach> Pipeline<Rt, T,
     }
 }
 
+mod named;
+
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -40,3 +40,27 @@ fn the_rules_text_says_what_to_do() {
     assert!(text.contains("leave it unset"), "{text}");
     assert!(text.contains("p99"), "{text}");
 }
+
+/// `pipeline_type!` names the builder's own type, whatever the order of the slots.
+#[test]
+fn pipeline_type_names_the_builders_type_in_any_order() {
+    use crate::breaker::Breaker;
+    use crate::bulkhead::{Bulkhead, BulkheadConfig};
+    use crate::retry::budget::TokenBucket;
+    use crate::retry::{Retry, RetryConfig};
+
+    type Named<'a> = crate::pipeline_type!(
+        bulkhead: Bulkhead,
+        breaker: &'a Breaker,
+        retry: Retry<&'a TokenBucket>,
+    );
+    let budget = TokenBucket::default();
+    let breaker = Breaker::default();
+    let built: Named<'_> = Pipeline::new()
+        .retry(Retry::new(RetryConfig::DEFAULT, &budget))
+        .breaker(&breaker)
+        .bulkhead(Bulkhead::new(BulkheadConfig::new(3).unwrap()));
+    assert_eq!(built.bulkhead_ref().max_concurrent(), 3);
+    let empty: crate::pipeline_type!() = Pipeline::new();
+    let _ = empty;
+}
