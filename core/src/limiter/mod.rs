@@ -54,7 +54,7 @@ mod control;
 mod fixed;
 mod gradient2;
 mod reconfigure;
-mod sample;
+pub(crate) mod sample;
 mod vegas;
 mod zone;
 
