@@ -112,6 +112,9 @@ pub struct FleetStats {
     pub in_flight_full: u64,
     /// Calls whose script ran past their deadline (decided nothing, spent nothing).
     pub expired: u64,
+    /// Calls that found every in-flight slot taken and joined a batch (decided by Redis in
+    /// one script call with the batch's other calls, unless the batch failed or filled).
+    pub batched: u64,
 }
 
 impl FleetStats {
@@ -155,6 +158,7 @@ pub(crate) struct Counters {
     pub(crate) breaker_open: AtomicU64,
     pub(crate) in_flight_full: AtomicU64,
     pub(crate) expired: AtomicU64,
+    pub(crate) batched: AtomicU64,
 }
 
 impl Counters {
@@ -174,6 +178,7 @@ impl Counters {
             breaker_open: r(&self.breaker_open),
             in_flight_full: r(&self.in_flight_full),
             expired: r(&self.expired),
+            batched: r(&self.batched),
         }
     }
 }

@@ -18,12 +18,16 @@
 --          (or empty strings), the script reads Redis's `TIME`, the one clock every client
 --          shares. With an explicit `now` the key gets no TTL: Redis expires keys on its own
 --          clock, which the explicit timeline does not follow.
--- ARGV[7], ARGV[8]  optional: the caller's deadline on the same clock, seconds and
---          nanoseconds. Past it the caller has given up: the script decides nothing, spends
---          nothing and answers 2 (stale work costs a clock read, not the bucket).
+-- ARGV[7], ARGV[8]  optional (or empty strings): the caller's deadline on the same clock,
+--          seconds and nanoseconds. Past it the caller has given up: the script decides
+--          nothing, spends nothing and answers -1 (stale work costs a clock read, not the
+--          bucket).
+-- ARGV[9]  optional: '1' admits as many of `cells` as fit (at least one) instead of all or
+--          none: the calls of a batch, decided in one script call.
 --
--- Returns {admitted (1|0, or 2: past the deadline, nothing decided), wait ns (0 if
---          admitted), remaining cells, ns until full, now seconds, now nanoseconds}.
+-- Returns {admitted (1|0; with ARGV[9], the number of cells admitted; -1: past the deadline,
+--          nothing decided), wait ns (0 if admitted), remaining cells, ns until full,
+--          now seconds, now nanoseconds}.
 --
 -- Arithmetic: Lua 5.1 numbers are doubles, exact for integers below 2^53. The caller keeps
 -- span + early <= 2^52 ns, so every debt, sum and product below is an integer under 2^53;
@@ -54,13 +58,14 @@ else
   explicit = false
 end
 
-if ARGV[7] then
+if ARGV[7] and ARGV[7] ~= '' then
   local d_s = tonumber(ARGV[7])
   local d_n = tonumber(ARGV[8])
   if now_s > d_s or (now_s == d_s and now_n > d_n) then
-    return {2, 0, 0, 0, now_s, now_n}
+    return {-1, 0, 0, 0, now_s, now_n}
   end
 end
+local partial = ARGV[9] == '1'
 
 -- Seconds and nanoseconds of a non-negative integer count of nanoseconds (< 2^53). The
 -- quotient of two doubles can round up across an integer near 2^53, so the remainder is
@@ -104,6 +109,13 @@ if stored[1] and stored[2] then
 end
 
 local after = debt + cells * T
+if after > span and partial and debt < span then
+  local fit = quotient(span - debt, T)
+  if fit >= 1 then
+    cells = fit
+    after = debt + cells * T
+  end
+end
 if after <= span then
   local ds, tat_n = split(now_n + after)
   redis.call('HSET', key, 's', now_s + ds, 'n', tat_n)
@@ -114,7 +126,11 @@ if after <= span then
     -- millisecond boundary, so the key outlives its TAT and never resets early.
     redis.call('PEXPIRE', key, quotient(after + 999999, 1000000) + 1)
   end
-  return {1, 0, quotient(span - after, T), after, now_s, now_n}
+  local admitted = 1
+  if partial then
+    admitted = cells
+  end
+  return {admitted, 0, quotient(span - after, T), after, now_s, now_n}
 end
 local left = 0
 if debt < span then

@@ -6,7 +6,10 @@
 //! probe) and an in-flight slot was free. Otherwise it is decided locally at once, in
 //! nanoseconds, without waiting for anything. The breaker opens on consecutive failures
 //! (errors, timeouts, decisions that came back past the caller's deadline), probes one call
-//! at a time after a short wait, and closes on the first probe Redis decides in time.
+//! at a time after a short wait, and closes on the first probe Redis decides in time. A
+//! timeout counts as a failure only if no reply at all arrived while the call waited: replies
+//! still arriving mean the call sat in a queue (a busy client, a long pipeline), and slow is
+//! not down.
 
 use core::time::Duration;
 use std::sync::Mutex;
@@ -60,6 +63,12 @@ pub(crate) struct Guard {
     max_in_flight: u32,
     offset: Mutex<Offset>,
     seed: AtomicU64,
+    /// Woken when an in-flight slot is given back (a batch's leader waits on it).
+    pub(crate) freed: tokio::sync::Notify,
+    /// When the last reply arrived (local ns): a call that timed out while other replies
+    /// kept arriving waited on a queue (this client's, or the server's), not on a backend
+    /// that is down.
+    last_reply: AtomicU64,
 }
 
 /// A call's right to go to Redis: a breaker permit and an in-flight slot, both given back
@@ -81,6 +90,8 @@ impl Guard {
                 known: false,
             }),
             seed: AtomicU64::new(0x5EED_F1EE),
+            freed: tokio::sync::Notify::new(),
+            last_reply: AtomicU64::new(0),
         })
     }
 
@@ -117,6 +128,7 @@ impl Guard {
             }),
             Err(_) => {
                 self.in_flight.fetch_sub(1, Ordering::Release);
+                self.freed.notify_waiters();
                 Err(NotSent::BreakerOpen)
             }
         }
@@ -124,6 +136,8 @@ impl Guard {
 
     /// Records a reply's server instant, read at local `reply`.
     pub(crate) fn sampled(&self, server_now: Duration, reply: Instant) {
+        self.last_reply
+            .fetch_max(reply.as_nanos(), Ordering::Relaxed);
         let sample = server_now.as_nanos() as i128 - i128::from(reply.as_nanos());
         let mut o = self.offset.lock().unwrap_or_else(|e| e.into_inner());
         let stale = reply.saturating_duration_since(o.at) > Duration::from_secs(1);
@@ -160,7 +174,20 @@ impl Ticket<'_> {
         self.settle(&Verdict::Success, now);
     }
 
-    /// An error, a timeout, or a decision past the deadline.
+    /// No answer within the timeout, for a call sent at `sent`: a failure for the breaker
+    /// only if no other reply arrived since (slow is not down: replies still arriving mean
+    /// the call waited in a queue, and it is forgotten, as a cancelled call is).
+    pub(crate) fn timed_out(self, sent: Instant, now: Instant) {
+        if self.guard.last_reply.load(Ordering::Relaxed) <= sent.as_nanos() {
+            self.failed(true, now);
+        }
+    }
+
+    /// A server that answered, but past the caller's deadline: alive, and slow; forgotten by
+    /// the breaker as a cancelled call is.
+    pub(crate) fn late(self) {}
+
+    /// An error, or a timeout with no reply from the backend since the call was sent.
     pub(crate) fn failed(mut self, timeout: bool, now: Instant) {
         let v = if timeout {
             Verdict::Timeout
@@ -184,5 +211,6 @@ impl Drop for Ticket<'_> {
         // An unsettled permit (a cancelled call) is dropped as the breaker expects.
         self.permit = None;
         self.guard.in_flight.fetch_sub(1, Ordering::Release);
+        self.guard.freed.notify_waiters();
     }
 }

@@ -113,6 +113,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod batch;
 mod bound;
 mod budget;
 mod config;

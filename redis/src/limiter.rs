@@ -10,13 +10,14 @@ use std::sync::Arc;
 use redis::IntoConnectionInfo;
 use resilix::rate_limit::{AcquireError, KeyedRateLimiter, RateLimitConfig, RateLimiter};
 use resilix::rejection::{RejectReason, Rejection};
-use resilix::time::Clock;
+use resilix::time::{Clock, Instant};
 use resilix_tokio::TokioClock;
 
 use crate::backend::Backend;
+use crate::batch::{Batcher, Outcome, Why};
 use crate::config::{Admitted, ConnectError, FleetConfig, OnBackendError, local_share};
 use crate::events::{Counters, FleetEvent, FleetStats, Observer, bump};
-use crate::guard::{Guard, NotSent};
+use crate::guard::{Guard, NotSent, Ticket};
 use crate::script::{Decision, FleetConfigError, GcraParams, GcraScript, ServerClock};
 
 /// Buckets of the local fallback for keyed calls (a fixed table; keys beyond it share one
@@ -68,6 +69,7 @@ pub struct FleetRateLimiter<C = TokioClock> {
     mode: OnBackendError,
     local: Option<Local>,
     guard: Guard,
+    batcher: Batcher,
     clock: C,
     counters: Counters,
     observer: Option<Observer>,
@@ -175,6 +177,7 @@ impl<C: Clock> FleetRateLimiter<C> {
             mode: config.on_backend_error,
             local,
             guard,
+            batcher: Batcher::default(),
             clock,
             counters: Counters::default(),
             observer: None,
@@ -255,6 +258,27 @@ impl<C: Clock> FleetRateLimiter<C> {
         self.timeout
     }
 
+    pub(crate) fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    pub(crate) fn batcher(&self) -> &Batcher {
+        &self.batcher
+    }
+
+    pub(crate) fn now(&self) -> resilix::time::Instant {
+        self.clock.now()
+    }
+
+    pub(crate) fn script_loaded(&self) {
+        bump(&self.counters.script_loads);
+        self.emit(FleetEvent::ScriptLoaded);
+    }
+
+    pub(crate) fn conn_suspect(&self) {
+        self.conn.suspect();
+    }
+
     /// The decision, and the TAT it left when Redis admitted (for a refund).
     pub(crate) async fn decide(
         &self,
@@ -277,20 +301,25 @@ impl<C: Clock> FleetRateLimiter<C> {
             }
         };
         let sent = self.clock.now();
-        let ticket = match self.guard.pass(sent) {
-            Ok(t) => t,
-            Err(why) => {
-                let (counter, event) = match why {
-                    NotSent::BreakerOpen => (&self.counters.breaker_open, FleetEvent::BreakerOpen),
-                    NotSent::InFlightFull => {
-                        (&self.counters.in_flight_full, FleetEvent::InFlightFull)
-                    }
-                };
-                bump(counter);
-                self.emit(event);
-                return (self.fail(key, cells), None);
+        let outcome = match self.guard.pass(sent) {
+            Ok(ticket) => self.alone(redis_key, cells, sent, ticket).await,
+            Err(NotSent::InFlightFull) => {
+                bump(&self.counters.batched);
+                self.batched(redis_key, cells, sent).await
             }
+            Err(why) => Outcome::NotDecided(Why::NotSent(why)),
         };
+        self.apply(key, cells, outcome)
+    }
+
+    /// One call's own script call, with its ticket.
+    async fn alone(
+        &self,
+        redis_key: &str,
+        cells: u32,
+        sent: Instant,
+        ticket: Ticket<'_>,
+    ) -> Outcome {
         // The caller gives up at sent + timeout; the script learns that instant on Redis's
         // clock (never later than the caller's) and decides nothing past it.
         let deadline = self
@@ -319,64 +348,98 @@ impl<C: Clock> FleetRateLimiter<C> {
                     .map(Decision::Decided),
             }
         };
-        let outcome = tokio::time::timeout(self.timeout, call).await;
+        let answer = tokio::time::timeout(self.timeout, call).await;
         let now = self.clock.now();
         if loaded {
-            bump(&self.counters.script_loads);
-            self.emit(FleetEvent::ScriptLoaded);
+            self.script_loaded();
         }
-        if let Ok(Ok(d)) = &outcome {
-            self.guard.sampled(d.server_now(), now);
-        }
-        match outcome {
+        match answer {
             Ok(Ok(Decision::Decided(reply))) => {
+                self.guard.sampled(reply.server_now, now);
                 ticket.succeeded(now);
-                bump(if reply.admitted {
-                    &self.counters.fleet_admitted
-                } else {
-                    &self.counters.fleet_refused
-                });
-                self.emit(FleetEvent::Decided {
-                    admitted: reply.admitted,
-                    remaining: reply.remaining,
-                });
                 if reply.admitted {
-                    let how = Admitted::Fleet {
+                    Outcome::Admitted {
                         remaining: reply.remaining,
-                    };
-                    return (Ok(how), Some(reply.tat()));
+                        tat: reply.tat(),
+                    }
+                } else {
+                    Outcome::Refused {
+                        remaining: reply.remaining,
+                        wait: reply.wait,
+                    }
                 }
+            }
+            Ok(Ok(Decision::Expired { server_now })) => {
+                self.guard.sampled(server_now, now);
+                ticket.late();
+                Outcome::NotDecided(Why::Expired)
+            }
+            // The connection manager's own response timeout is the backend timeout too.
+            Ok(Err(e)) if !e.is_timeout() => {
+                ticket.failed(false, now);
+                self.conn.suspect();
+                Outcome::NotDecided(Why::Error(Arc::new(e)))
+            }
+            _ => {
+                ticket.timed_out(sent, now);
+                self.conn.suspect();
+                Outcome::NotDecided(Why::Timeout)
+            }
+        }
+    }
+
+    /// Counts and reports an outcome, and applies the failure mode to one Redis did not
+    /// decide.
+    fn apply(
+        &self,
+        key: Option<&str>,
+        cells: u32,
+        outcome: Outcome,
+    ) -> (Result<Admitted, AcquireError>, Option<Duration>) {
+        let c = &self.counters;
+        match outcome {
+            Outcome::Admitted { remaining, tat } => {
+                bump(&c.fleet_admitted);
+                self.emit(FleetEvent::Decided {
+                    admitted: true,
+                    remaining,
+                });
+                (Ok(Admitted::Fleet { remaining }), Some(tat))
+            }
+            Outcome::Refused { remaining, wait } => {
+                bump(&c.fleet_refused);
+                self.emit(FleetEvent::Decided {
+                    admitted: false,
+                    remaining,
+                });
                 // The wait counts from the decision, which came before this reading.
-                let at = now.saturating_add(reply.wait);
+                let at = self.clock.now().saturating_add(wait);
                 let refused = Rejection::until(RejectReason::RateLimited, at);
                 (Err(AcquireError::Limited(refused)), None)
             }
-            Ok(Ok(Decision::Expired { .. })) => {
-                ticket.failed(true, now);
-                bump(&self.counters.expired);
-                self.emit(FleetEvent::Expired);
-                (self.fail(key, cells), None)
-            }
-            // The connection manager's own response timeout is the backend timeout too.
-            Ok(Err(e)) if e.is_timeout() => {
-                ticket.failed(true, now);
-                bump(&self.counters.backend_timeouts);
-                self.emit(FleetEvent::BackendTimeout(self.timeout));
-                self.conn.suspect();
-                (self.fail(key, cells), None)
-            }
-            Ok(Err(e)) => {
-                ticket.failed(false, now);
-                bump(&self.counters.backend_errors);
-                self.emit(FleetEvent::BackendError(&e));
-                self.conn.suspect();
-                (self.fail(key, cells), None)
-            }
-            Err(_) => {
-                ticket.failed(true, now);
-                bump(&self.counters.backend_timeouts);
-                self.emit(FleetEvent::BackendTimeout(self.timeout));
-                self.conn.suspect();
+            Outcome::NotDecided(why) => {
+                match why {
+                    Why::Error(e) => {
+                        bump(&c.backend_errors);
+                        self.emit(FleetEvent::BackendError(&e));
+                    }
+                    Why::Timeout => {
+                        bump(&c.backend_timeouts);
+                        self.emit(FleetEvent::BackendTimeout(self.timeout));
+                    }
+                    Why::Expired => {
+                        bump(&c.expired);
+                        self.emit(FleetEvent::Expired);
+                    }
+                    Why::NotSent(NotSent::BreakerOpen) => {
+                        bump(&c.breaker_open);
+                        self.emit(FleetEvent::BreakerOpen);
+                    }
+                    Why::NotSent(NotSent::InFlightFull) => {
+                        bump(&c.in_flight_full);
+                        self.emit(FleetEvent::InFlightFull);
+                    }
+                }
                 (self.fail(key, cells), None)
             }
         }

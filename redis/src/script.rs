@@ -238,7 +238,7 @@ impl GcraScript {
         loaded: &mut bool,
     ) -> Result<Reply, RedisError> {
         let raw = self
-            .run(conn, key, params, cells, clock, None, loaded)
+            .run(conn, key, params, cells, clock, None, false, loaded)
             .await?;
         match Decision::from_raw(&raw)? {
             Decision::Decided(reply) => Ok(reply),
@@ -284,10 +284,47 @@ impl GcraScript {
                 cells,
                 ServerClock::Redis,
                 Some(deadline),
+                false,
                 loaded,
             )
             .await?;
         Decision::from_raw(&raw)
+    }
+
+    /// As [`eval_before`](Self::eval_before) for a batch: admits as many of `cells` as fit
+    /// (at least one), answering how many and the decision (`admitted` when any were).
+    /// `deadline` is optional here (`None`: no deadline). The calls of a batch share one
+    /// round trip and one run of the script.
+    pub async fn eval_batch<C: ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        key: &str,
+        params: &GcraParams,
+        cells: u32,
+        deadline: Option<Duration>,
+        loaded: &mut bool,
+    ) -> Result<(u32, Decision), RedisError> {
+        let mut raw = self
+            .run(
+                conn,
+                key,
+                params,
+                cells,
+                ServerClock::Redis,
+                deadline,
+                true,
+                loaded,
+            )
+            .await?;
+        let admitted = match raw.first_mut() {
+            Some(n) if *n >= 1 => {
+                let got = u32::try_from(*n).map_err(|_| Reply::bad())?;
+                *n = 1;
+                got
+            }
+            _ => 0,
+        };
+        Ok((admitted, Decision::from_raw(&raw)?))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -299,6 +336,7 @@ impl GcraScript {
         cells: u32,
         clock: ServerClock,
         deadline: Option<Duration>,
+        partial: bool,
         loaded: &mut bool,
     ) -> Result<Vec<i64>, RedisError> {
         let fill = |cmd: &mut redis::Cmd| {
@@ -312,13 +350,22 @@ impl GcraScript {
                 ServerClock::At(now) => {
                     cmd.arg(now.as_secs()).arg(now.subsec_nanos());
                 }
-                ServerClock::Redis if deadline.is_some() => {
+                ServerClock::Redis if deadline.is_some() || partial => {
                     cmd.arg("").arg("");
                 }
                 ServerClock::Redis => {}
             }
-            if let Some(d) = deadline {
-                cmd.arg(d.as_secs()).arg(d.subsec_nanos());
+            match deadline {
+                Some(d) => {
+                    cmd.arg(d.as_secs()).arg(d.subsec_nanos());
+                }
+                None if partial => {
+                    cmd.arg("").arg("");
+                }
+                None => {}
+            }
+            if partial {
+                cmd.arg("1");
             }
         };
         let mut evalsha = redis::cmd("EVALSHA");
@@ -378,7 +425,7 @@ pub enum Decision {
 impl Decision {
     fn from_raw(raw: &[i64]) -> Result<Decision, RedisError> {
         match raw {
-            &[2, _, _, _, secs, nanos] => Ok(Decision::Expired {
+            &[-1, _, _, _, secs, nanos] => Ok(Decision::Expired {
                 server_now: Reply::instant(secs, nanos)?,
             }),
             _ => Reply::from_raw(raw).map(Decision::Decided),
