@@ -224,19 +224,22 @@ impl<T, E> Error<T, E> {
     }
 }
 
-impl<T, E: fmt::Display> fmt::Display for Error<T, E> {
+/// One line for a log, whatever `E` is: which policy stopped the call and what to do. The
+/// upstream's own error is not repeated here: it is [`source()`](core::error::Error::source)
+/// when `E` is an error type (so `{:#}` in anyhow and the chain in tracing show it), and in
+/// `Error::Upstream` or `last_error` always.
+impl<T, E> fmt::Display for Error<T, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::Upstream { gave_up: None, .. } => {
+                f.write_str("the upstream answered with an error, passed on as is")
+            }
             Error::Upstream {
-                error,
-                gave_up: None,
-            } => write!(f, "the upstream answered with an error: {error}"),
-            Error::Upstream {
-                error,
                 gave_up: Some(reason),
+                ..
             } => write!(
                 f,
-                "the upstream failed and the call was not retried ({reason}): {error}"
+                "the upstream failed and the call was not retried ({reason})"
             ),
             Error::Failed {
                 reason, attempts, ..
@@ -297,4 +300,24 @@ fn timeout_advice(reason: &GiveUpReason) -> &'static str {
     }
 }
 
-impl<T: fmt::Debug, E: fmt::Debug + fmt::Display> core::error::Error for Error<T, E> {}
+/// The upstream's error, when there is one, is the source: `Error::Upstream`'s error, or the
+/// error of the attempt before a refusal or a passed deadline.
+impl<T: fmt::Debug, E: core::error::Error + 'static> core::error::Error for Error<T, E> {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Upstream { error, .. } => Some(error),
+            Error::Refused {
+                last_error: Some(error),
+                ..
+            }
+            | Error::DeadlinePassed {
+                last_error: Some(error),
+                ..
+            } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;
