@@ -3,9 +3,8 @@
 //! then sends one script call for all of the batch's cells, admitting as many as fit
 //! ([`GcraScript::eval_batch`](crate::script::GcraScript::eval_batch)), first come first
 //! served. So the offered load beyond what the connections carry costs one round trip per
-//! batch, not per call, and is still decided by Redis. A batch holds at most the burst's
-//! cells; a call that finds it full, or whose deadline passes first, is decided by the
-//! failure mode.
+//! batch, not per call, and is still decided by Redis. A batch holds at most 4,096 calls; a
+//! call that finds it full, or whose deadline passes first, is decided by the failure mode.
 
 use core::time::Duration;
 use std::collections::HashMap;
@@ -39,6 +38,10 @@ pub(crate) enum Why {
     NotSent(NotSent),
 }
 
+/// Calls a batch holds at most (one deadline's worth of offered load beyond the in-flight
+/// bound); a call finding its batch this full is decided by the failure mode.
+const MAX_BATCH: usize = 4096;
+
 struct Pending {
     cells: u32,
     followers: Vec<(u32, oneshot::Sender<Outcome>)>,
@@ -56,7 +59,7 @@ enum Join {
 }
 
 impl Batcher {
-    fn join(&self, key: &str, cells: u32, burst: u32) -> Join {
+    fn join(&self, key: &str, cells: u32) -> Join {
         let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         match p.get_mut(key) {
             None => {
@@ -69,9 +72,9 @@ impl Batcher {
                 );
                 Join::Leader
             }
-            Some(b) if b.cells + cells <= burst => {
+            Some(b) if b.followers.len() < MAX_BATCH => {
                 let (tx, rx) = oneshot::channel();
-                b.cells += cells;
+                b.cells = b.cells.saturating_add(cells);
                 b.followers.push((cells, tx));
                 Join::Follower(rx)
             }
@@ -92,7 +95,7 @@ impl<C: Clock> FleetRateLimiter<C> {
     /// A call that found every slot taken: joins (or leads) its bucket's batch.
     pub(crate) async fn batched(&self, key: &str, cells: u32, sent: Instant) -> Outcome {
         let until = sent.saturating_add(self.timeout());
-        match self.batcher().join(key, cells, self.params().burst()) {
+        match self.batcher().join(key, cells) {
             Join::Full => Outcome::NotDecided(Why::NotSent(NotSent::InFlightFull)),
             Join::Follower(rx) => {
                 let left = until.saturating_duration_since(self.now());
@@ -134,7 +137,8 @@ impl<C: Clock> FleetRateLimiter<C> {
                 return o;
             }
         };
-        let total = batch.cells.max(own);
+        // No more than the burst can be admitted at once: asking for more only refuses more.
+        let total = batch.cells.max(own).min(self.params().burst());
         let sent = self.now();
         let deadline = self.guard().server_deadline(until);
         let mut conn = self.conn();

@@ -117,9 +117,11 @@ mod batch;
 mod bound;
 mod budget;
 mod config;
+mod decide;
 mod events;
 mod guard;
 mod lease;
+mod lease_config;
 mod limiter;
 mod managed;
 #[cfg(feature = "metrics")]

@@ -4,21 +4,21 @@
 
 use core::fmt;
 use core::time::Duration;
-use std::hash::{Hash, Hasher};
+
 use std::sync::Arc;
 
 use redis::IntoConnectionInfo;
 use resilix::rate_limit::{AcquireError, KeyedRateLimiter, RateLimitConfig, RateLimiter};
-use resilix::rejection::{RejectReason, Rejection};
-use resilix::time::{Clock, Instant};
+use resilix::rejection::Rejection;
+use resilix::time::Clock;
 use resilix_tokio::TokioClock;
 
 use crate::backend::Backend;
 use crate::batch::{Batcher, Outcome, Why};
 use crate::config::{Admitted, ConnectError, FleetConfig, OnBackendError, local_share};
 use crate::events::{Counters, FleetEvent, FleetStats, Observer, bump};
-use crate::guard::{Guard, NotSent, Ticket};
-use crate::script::{Decision, FleetConfigError, GcraParams, GcraScript, ServerClock};
+use crate::guard::{Guard, NotSent};
+use crate::script::{FleetConfigError, GcraParams, GcraScript};
 
 /// Buckets of the local fallback for keyed calls (a fixed table; keys beyond it share one
 /// overflow bucket, which can only refuse more).
@@ -27,9 +27,9 @@ const LOCAL_KEYS: usize = 1024;
 /// This node's share of the quota, for the calls Redis did not decide: the fail-open cap
 /// ([`OnBackendError::Allow`]) or the local share ([`OnBackendError::Local`]); the core's
 /// GCRA, global and keyed.
-struct Local {
-    global: RateLimiter,
-    keyed: Box<KeyedRateLimiter<LOCAL_KEYS>>,
+pub(crate) struct Local {
+    pub(crate) global: RateLimiter,
+    pub(crate) keyed: Box<KeyedRateLimiter<LOCAL_KEYS>>,
 }
 
 impl Local {
@@ -53,26 +53,26 @@ impl Local {
 /// [`Backend`]) is redis-rs's connection manager, or its cluster connection; both reconnect
 /// in the background, so decisions return to Redis without a restart once it answers again.
 ///
-/// Refusals are the local limiter's: [`RejectReason::RateLimited`] with a retry instant on
+/// Refusals are the local limiter's: [`RejectReason::RateLimited`](resilix::RejectReason::RateLimited) with a retry instant on
 /// this process's timeline (the clock `C`). The script answers how long after *its* decision
 /// the cells would be admitted; the limiter adds that wait to its own clock reading taken
 /// when the reply arrived. The decision happened on Redis between sending and the reply, so
 /// the instant is never early, and late by at most the reply's transit time. No absolute
 /// instant crosses between the two clocks, so their origins and offsets never matter.
 pub struct FleetRateLimiter<C = TokioClock> {
-    conn: Backend,
-    script: GcraScript,
-    params: GcraParams,
-    key_global: String,
-    key_prefix: String,
-    timeout: Duration,
-    mode: OnBackendError,
-    local: Option<Local>,
-    guard: Guard,
-    batcher: Batcher,
-    clock: C,
-    counters: Counters,
-    observer: Option<Observer>,
+    pub(crate) conn: Backend,
+    pub(crate) script: GcraScript,
+    pub(crate) params: GcraParams,
+    pub(crate) key_global: String,
+    pub(crate) key_prefix: String,
+    pub(crate) timeout: Duration,
+    pub(crate) mode: OnBackendError,
+    pub(crate) local: Option<Local>,
+    pub(crate) guard: Guard,
+    pub(crate) batcher: Batcher,
+    pub(crate) clock: C,
+    pub(crate) counters: Counters,
+    pub(crate) observer: Option<Observer>,
 }
 
 impl<C: Clock> fmt::Debug for FleetRateLimiter<C> {
@@ -310,182 +310,6 @@ impl<C: Clock> FleetRateLimiter<C> {
             Err(why) => Outcome::NotDecided(Why::NotSent(why)),
         };
         self.apply(key, cells, outcome)
-    }
-
-    /// One call's own script call, with its ticket.
-    async fn alone(
-        &self,
-        redis_key: &str,
-        cells: u32,
-        sent: Instant,
-        ticket: Ticket<'_>,
-    ) -> Outcome {
-        // The caller gives up at sent + timeout; the script learns that instant on Redis's
-        // clock (never later than the caller's) and decides nothing past it.
-        let deadline = self
-            .guard
-            .server_deadline(sent.saturating_add(self.timeout));
-        let mut conn = self.conn.clone();
-        let mut loaded = false;
-        let call = async {
-            match deadline {
-                Some(d) => {
-                    self.script
-                        .eval_before(&mut conn, redis_key, &self.params, cells, d, &mut loaded)
-                        .await
-                }
-                None => self
-                    .script
-                    .eval(
-                        &mut conn,
-                        redis_key,
-                        &self.params,
-                        cells,
-                        ServerClock::Redis,
-                        &mut loaded,
-                    )
-                    .await
-                    .map(Decision::Decided),
-            }
-        };
-        let answer = tokio::time::timeout(self.timeout, call).await;
-        let now = self.clock.now();
-        if loaded {
-            self.script_loaded();
-        }
-        match answer {
-            Ok(Ok(Decision::Decided(reply))) => {
-                self.guard.sampled(reply.server_now, now);
-                ticket.succeeded(now);
-                if reply.admitted {
-                    Outcome::Admitted {
-                        remaining: reply.remaining,
-                        tat: reply.tat(),
-                    }
-                } else {
-                    Outcome::Refused {
-                        remaining: reply.remaining,
-                        wait: reply.wait,
-                    }
-                }
-            }
-            Ok(Ok(Decision::Expired { server_now })) => {
-                self.guard.sampled(server_now, now);
-                ticket.late();
-                Outcome::NotDecided(Why::Expired)
-            }
-            // The connection manager's own response timeout is the backend timeout too.
-            Ok(Err(e)) if !e.is_timeout() => {
-                ticket.failed(false, now);
-                self.conn.suspect();
-                Outcome::NotDecided(Why::Error(Arc::new(e)))
-            }
-            _ => {
-                ticket.timed_out(sent, now);
-                self.conn.suspect();
-                Outcome::NotDecided(Why::Timeout)
-            }
-        }
-    }
-
-    /// Counts and reports an outcome, and applies the failure mode to one Redis did not
-    /// decide.
-    fn apply(
-        &self,
-        key: Option<&str>,
-        cells: u32,
-        outcome: Outcome,
-    ) -> (Result<Admitted, AcquireError>, Option<Duration>) {
-        let c = &self.counters;
-        match outcome {
-            Outcome::Admitted { remaining, tat } => {
-                bump(&c.fleet_admitted);
-                self.emit(FleetEvent::Decided {
-                    admitted: true,
-                    remaining,
-                });
-                (Ok(Admitted::Fleet { remaining }), Some(tat))
-            }
-            Outcome::Refused { remaining, wait } => {
-                bump(&c.fleet_refused);
-                self.emit(FleetEvent::Decided {
-                    admitted: false,
-                    remaining,
-                });
-                // The wait counts from the decision, which came before this reading.
-                let at = self.clock.now().saturating_add(wait);
-                let refused = Rejection::until(RejectReason::RateLimited, at);
-                (Err(AcquireError::Limited(refused)), None)
-            }
-            Outcome::NotDecided(why) => {
-                match why {
-                    Why::Error(e) => {
-                        bump(&c.backend_errors);
-                        self.emit(FleetEvent::BackendError(&e));
-                    }
-                    Why::Timeout => {
-                        bump(&c.backend_timeouts);
-                        self.emit(FleetEvent::BackendTimeout(self.timeout));
-                    }
-                    Why::Expired => {
-                        bump(&c.expired);
-                        self.emit(FleetEvent::Expired);
-                    }
-                    Why::NotSent(NotSent::BreakerOpen) => {
-                        bump(&c.breaker_open);
-                        self.emit(FleetEvent::BreakerOpen);
-                    }
-                    Why::NotSent(NotSent::InFlightFull) => {
-                        bump(&c.in_flight_full);
-                        self.emit(FleetEvent::InFlightFull);
-                    }
-                }
-                (self.fail(key, cells), None)
-            }
-        }
-    }
-
-    /// The failure mode, for a call Redis did not decide.
-    fn fail(&self, key: Option<&str>, cells: u32) -> Result<Admitted, AcquireError> {
-        let Some(local) = &self.local else {
-            bump(&self.counters.failed_closed);
-            self.emit(FleetEvent::FailedClosed);
-            return Err(AcquireError::Limited(Rejection::new(
-                RejectReason::RateLimited,
-            )));
-        };
-        let now = self.clock.now();
-        let r = match key {
-            None => local.global.try_acquire_n(now, cells),
-            Some(k) => {
-                let mut h = std::hash::DefaultHasher::new();
-                k.hash(&mut h);
-                local.keyed.try_acquire_n(h.finish(), now, cells)
-            }
-        };
-        if let OnBackendError::Local { .. } = self.mode {
-            self.emit(FleetEvent::LocalDecision {
-                admitted: r.is_ok(),
-            });
-            bump(if r.is_ok() {
-                &self.counters.local_admitted
-            } else {
-                &self.counters.local_refused
-            });
-            return r.map(|()| Admitted::Local);
-        }
-        match r {
-            Ok(()) => {
-                bump(&self.counters.failed_open);
-                self.emit(FleetEvent::FailedOpen);
-                Ok(Admitted::FailedOpen)
-            }
-            Err(e) => {
-                bump(&self.counters.failed_open_capped);
-                self.emit(FleetEvent::FailOpenCapped);
-                Err(e)
-            }
-        }
     }
 }
 

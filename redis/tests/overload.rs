@@ -331,3 +331,55 @@ async fn an_open_breaker_keeps_calls_local_without_sending() {
     assert_eq!(s.breaker_open, 15, "{s:?}");
     assert_eq!(s.failed_open, 20, "{s:?}");
 }
+
+/// One call in flight at most: 40 calls started together find the slot taken and are batched
+/// into one script call per batch, every call still decided by Redis, and the batch admits as
+/// many cells as fit, first come first served: the burst, then refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_beyond_the_in_flight_bound_are_batched_and_decided_by_redis() {
+    let Some(url) =
+        common::redis_url("calls_beyond_the_in_flight_bound_are_batched_and_decided_by_redis")
+    else {
+        return;
+    };
+    // One a second, burst 10: over the test's few hundred ms at most 10 + 1 are admitted.
+    let limit = RateLimitConfig::new(Rate::per_second(1)).with_burst(10);
+    let l = Arc::new(
+        FleetRateLimiter::connect(
+            url.as_str(),
+            config("batched", OnBackendError::Deny, limit)
+                .with_backend_timeout(Duration::from_secs(2))
+                .with_max_in_flight(1),
+        )
+        .unwrap(),
+    );
+    let start = Arc::new(tokio::sync::Barrier::new(40));
+    let calls: Vec<_> = (0..40)
+        .map(|_| {
+            let (l, start) = (l.clone(), start.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                l.acquire().await
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut admitted = 0u64;
+    for c in calls {
+        match c.await.unwrap() {
+            Ok(Admitted::Fleet { .. }) => admitted += 1,
+            Ok(other) => panic!("not decided by Redis: {other:?}"),
+            Err(r) => assert!(r.retry_at().is_some(), "a fleet refusal knows its wait"),
+        }
+    }
+    let elapsed = t0.elapsed();
+    let s = l.stats();
+    eprintln!("{admitted} admitted of 40 in {elapsed:?}; {s:?}");
+    assert_eq!(s.fleet_admitted + s.fleet_refused, 40, "{s:?}");
+    assert!(s.batched > 0, "{s:?}");
+    let bound = 10 + elapsed.as_secs() + 1;
+    assert!(
+        (10..=bound).contains(&admitted),
+        "{admitted} admitted, bound {bound}"
+    );
+}
