@@ -213,8 +213,10 @@ fn main() {
         lat.len(),
         admitted.len()
     );
+    let mut over = false;
     for w in [Duration::from_secs(1), Duration::from_millis(100)] {
         let got = max_in(&admitted, w);
+        over |= got > cfg.bound(procs, w + longest, promotions);
         let bound = cfg.bound(procs, w + longest, promotions);
         let ok = if got <= bound { "within" } else { "OVER" };
         println!(
@@ -244,6 +246,9 @@ fn main() {
         }
     );
     println!("  host's longest stall {:?}", *stall.lock().unwrap());
+    if over {
+        std::process::exit(1);
+    }
 }
 
 fn max_in(times: &[u64], w: Duration) -> u64 {
