@@ -11,7 +11,9 @@ use core::time::Duration;
 use std::collections::VecDeque;
 
 use proptest::prelude::*;
-use resilix::inbound::{Codel, CodelConfig, Decision, Inbound, InboundConfig, Priority};
+use resilix::inbound::{
+    CapacityConfig, Codel, CodelConfig, Decision, Inbound, InboundConfig, Priority,
+};
 use resilix::limiter::LimiterConfig;
 use resilix::random::{Random, SeededRandom};
 use resilix::time::Instant;
@@ -40,8 +42,22 @@ fn config(seed: u64) -> InboundConfig {
     let exp = 4.0 + rng.unit() * (12.556 - 4.0);
     let interval = (10f64.powf(exp) as u64).max(2);
     let target = 1 + rng.below(interval - 1);
+    // Half with the adaptive capacity under the limiter: windows from 1 ms to 200 ms, from 1
+    // to 40 samples.
+    let capacity = (rng.below(2) == 0).then(|| {
+        let min_window = Duration::from_millis(1 + rng.below(100));
+        CapacityConfig {
+            initial: limit,
+            min: 1,
+            max: 64,
+            min_window,
+            max_window: min_window + Duration::from_millis(rng.below(100)),
+            window_samples: 1 + rng.below(40) as u32,
+        }
+    });
     InboundConfig {
         limiter,
+        capacity,
         queue: rng.below(17) as u32,
         reserved: (rng.below(600) as f32) / 1000.0,
         codel: CodelConfig {
@@ -127,7 +143,7 @@ fn busy_runs_exercise_every_path() {
     // sojourns stood above target for an interval without it emptying through dispatch; once
     // a queue stands for Fail at Scale, waits above target are dropped first. Its drops are
     // checked by `codel_per_pop_equals_rfc_8289` and the core's dispatch unit tests.)
-    let mut total = [0u64; 8];
+    let mut total = [0u64; 9];
     for seed in 0..64u64 {
         let config = InboundConfig {
             // Some without a queue: most arrivals are shed and the server reads overloaded.
@@ -136,6 +152,14 @@ fn busy_runs_exercise_every_path() {
                 target: Duration::from_millis(2),
                 interval: Duration::from_millis(20),
             },
+            // Every other seed with the adaptive capacity (short windows, so many close).
+            capacity: (seed % 2 == 1).then_some(CapacityConfig {
+                initial: 1 + (seed % 5) as u32,
+                min_window: Duration::from_millis(3),
+                max_window: Duration::from_millis(30),
+                window_samples: 4,
+                ..CapacityConfig::DEFAULT
+            }),
             ..InboundConfig::fixed(1 + (seed % 3) as u32)
         };
         let real = Inbound::new(config).unwrap();
@@ -159,6 +183,7 @@ fn busy_runs_exercise_every_path() {
             r.shed[3],
             r.standing,
             r.overloaded,
+            r.capacity_windows,
         ]) {
             *t += x;
         }

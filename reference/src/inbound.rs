@@ -20,7 +20,8 @@
 //!   `(waiters of its criticality or more + 1) × service / limit` is longer than it may wait
 //!   or would take it past its deadline; the shed pressure is `p ← p − ⌊p / 256⌋ (+ 256 if the
 //!   arrival was shed for room or time)` over every arrival decided past the first deadline
-//!   check, and above 32,768 (one half) every class may wait only `target`.
+//!   check, and above 32,768 (one half) every class may wait only `target`, or the service
+//!   time if known and shorter.
 //! * **the service time**: the average of settled requests' time in their slot, in whole µs,
 //!   `(7 × average + taken) / 8` after the first (which sets it); cancelled requests say
 //!   nothing.
@@ -44,8 +45,11 @@ use resilix::time::{Deadline, Instant};
 use resilix::verdict::Verdict;
 
 use crate::limiter::{Model as LimiterModel, ModelPermit};
+
+mod capacity;
 use crate::timeline::Timeline;
 use crate::twin::{Mismatch, Mix};
+pub use capacity::CapacityModel;
 
 fn nanos(d: Duration) -> u64 {
     d.as_nanos().min(u128::from(u64::MAX)) as u64
@@ -246,6 +250,8 @@ pub struct ModelWaiter {
 pub struct Model {
     /// The limit and in-flight count.
     pub limiter: LimiterModel,
+    /// The adaptive limit under the limiter's, if configured.
+    pub capacity: Option<CapacityModel>,
     queue: u64,
     reserved: u64,
     target: u64,
@@ -276,6 +282,7 @@ impl Model {
         }
         Model {
             limiter: LimiterModel::new(&c.limiter),
+            capacity: c.capacity.as_ref().map(CapacityModel::new),
             queue: u64::from(c.queue),
             reserved: ((f64::from(c.reserved) * 1e6 + 0.5) as u64).min(999_999),
             target: nanos(c.codel.target),
@@ -289,6 +296,15 @@ impl Model {
             service_us: 0,
             lines: Default::default(),
             codel: Codel::new(c.codel),
+        }
+    }
+
+    /// The limit in force: the capacity's under the limiter's.
+    pub fn limit(&self) -> u64 {
+        let limit = self.limiter.whole_limit();
+        match &self.capacity {
+            Some(c) => limit.min(c.limit()),
+            None => limit,
         }
     }
 
@@ -343,7 +359,7 @@ impl Model {
 
     /// `(ahead + 1) × service / limit` (ns).
     pub fn predicted(&self, ahead: u64) -> u64 {
-        let limit = u128::from(self.limiter.whole_limit().max(1));
+        let limit = u128::from(self.limit().max(1));
         let w = u128::from(self.service()) * (u128::from(ahead) + 1) / limit;
         w.min(u128::from(u64::MAX)) as u64
     }
@@ -360,7 +376,10 @@ impl Model {
 
     fn admission_wait(&self, now: u64, p: Priority) -> u64 {
         if self.overloaded() {
-            self.target
+            match self.service() {
+                0 => self.target,
+                s => self.target.min(s),
+            }
         } else {
             self.timeout(now, p)
         }
@@ -384,9 +403,7 @@ impl Model {
                 retry_at: None,
             };
         }
-        if self.waiting == 0
-            && self.limiter.in_flight < self.share(self.limiter.whole_limit(), priority)
-        {
+        if self.waiting == 0 && self.limiter.in_flight < self.share(self.limit(), priority) {
             self.arrival(false);
             return ModelDecision::Admit(self.limiter.admit(now).expect("under the limit"));
         }
@@ -453,13 +470,16 @@ impl Model {
         w.expect("a waiter at that end")
     }
 
-    /// Hands free slots to waiters at `now`: the served (with their permits) and the shed, in
-    /// order.
+    /// Hands free slots to waiters at `now`: the served (with their permits and the count in
+    /// flight with each) and the shed, in order.
     #[allow(clippy::type_complexity)]
     pub fn dispatch(
         &mut self,
         now: u64,
-    ) -> (Vec<(u64, ModelPermit)>, Vec<(u64, ShedCause, Option<u64>)>) {
+    ) -> (
+        Vec<(u64, ModelPermit, u64)>,
+        Vec<(u64, ShedCause, Option<u64>)>,
+    ) {
         let mut served = Vec::new();
         let mut shed = Vec::new();
         loop {
@@ -468,7 +488,7 @@ impl Model {
                 self.codel.empty(Instant::from_nanos(now));
                 break;
             }
-            if self.limiter.in_flight >= self.limiter.whole_limit() {
+            if self.limiter.in_flight >= self.limit() {
                 break;
             }
             let standing = self.standing(now);
@@ -507,7 +527,7 @@ impl Model {
                     } else if p.is_critical() {
                         let w = self.take(p, end);
                         let permit = self.limiter.admit(now).expect("a free slot");
-                        served.push((w.id, permit));
+                        served.push((w.id, permit, self.limiter.in_flight));
                         None
                     } else {
                         match self.codel.pop(Instant::from_nanos(now), sojourn, len - 1) {
@@ -515,7 +535,7 @@ impl Model {
                             Pop::Serve => {
                                 let w = self.take(p, end);
                                 let permit = self.limiter.admit(now).expect("a free slot");
-                                served.push((w.id, permit));
+                                served.push((w.id, permit, self.limiter.in_flight));
                                 None
                             }
                         }
@@ -583,6 +603,19 @@ pub struct InboundReport {
     pub standing: u64,
     /// Arrivals that found the server overloaded (most recent arrivals shed).
     pub overloaded: u64,
+    /// Windows of the adaptive capacity that closed and changed its state.
+    pub capacity_windows: u64,
+}
+
+/// A running request: the real permit, the model's, and what the model knew at admission:
+/// when (ns), with how many in flight, under which limit.
+#[derive(Debug)]
+struct Running<'a> {
+    real: InboundPermit<&'a Inbound>,
+    model: ModelPermit,
+    admitted: u64,
+    in_flight: u64,
+    limit: u64,
 }
 
 /// The real admission beside its model, with the same waiting requests on both sides.
@@ -592,8 +625,7 @@ pub struct InboundTwin<'a> {
     /// The model.
     pub model: Model,
     codel: Codel,
-    /// Running requests: the real permit, the model's, and when the model admitted it (ns).
-    running: Vec<(InboundPermit<&'a Inbound>, ModelPermit, u64)>,
+    running: Vec<Running<'a>>,
     lines: Lines<'a>,
     next_id: u64,
     /// What happened so far.
@@ -641,7 +673,13 @@ impl<'a> InboundTwin<'a> {
         match (self.real.admit(now, priority, deadline), model) {
             (Decision::Admit(p), ModelDecision::Admit(m)) => {
                 self.report.admitted += 1;
-                self.running.push((p, m, t));
+                self.running.push(Running {
+                    real: p,
+                    model: m,
+                    admitted: t,
+                    in_flight: self.model.limiter.in_flight,
+                    limit: self.model.limit(),
+                });
                 Ok(())
             }
             (Decision::Queue(place), ModelDecision::Queue { until }) => {
@@ -678,11 +716,26 @@ impl<'a> InboundTwin<'a> {
         verdict: Option<Verdict>,
         rng: &mut dyn Random,
     ) -> Result<(), String> {
-        let (p, m, admitted) = self.running.remove(index);
+        let Running {
+            real: p,
+            model: m,
+            admitted,
+            in_flight,
+            limit,
+        } = self.running.remove(index);
         match verdict {
             Some(v) => {
                 p.settle(&v, &mut Env::new(now, rng));
                 self.model.settled(admitted, now.as_nanos());
+                if let (Some(c), Verdict::Success | Verdict::Answered) =
+                    (&mut self.model.capacity, &v)
+                {
+                    let before = c.rule;
+                    c.record(now.as_nanos(), admitted, in_flight, limit);
+                    if c.rule != before {
+                        self.report.capacity_windows += 1;
+                    }
+                }
                 self.model.limiter.settle(m, &v, now.as_nanos(), rng);
             }
             None => {
@@ -756,6 +809,7 @@ impl<'a> InboundTwin<'a> {
         let (model_served, model_shed) = self.model.dispatch(now.as_nanos());
         let real_ids: Vec<u64> = served.iter().map(|s| s.0).collect();
         let model_ids: Vec<u64> = model_served.iter().map(|s| s.0).collect();
+        let limit = self.model.limit();
         if real_ids != model_ids {
             return Err(format!("dispatch served {real_ids:?}, model {model_ids:?}"));
         }
@@ -774,8 +828,14 @@ impl<'a> InboundTwin<'a> {
             self.count_shed(*cause);
         }
         self.report.served += served.len() as u64;
-        for ((_, p), (_, m)) in served.into_iter().zip(model_served) {
-            self.running.push((p, m, now.as_nanos()));
+        for ((_, p), (_, m, in_flight)) in served.into_iter().zip(model_served) {
+            self.running.push(Running {
+                real: p,
+                model: m,
+                admitted: now.as_nanos(),
+                in_flight,
+                limit,
+            });
         }
         Ok(())
     }
@@ -793,7 +853,7 @@ impl<'a> InboundTwin<'a> {
         let model = (
             self.model.limiter.in_flight as u32,
             self.model.waiting as u32,
-            self.model.limiter.whole_limit() as u32,
+            self.model.limit() as u32,
             self.model.standing(now.as_nanos()),
             Duration::from_nanos(self.model.service()),
             self.model.overloaded(),
@@ -806,6 +866,13 @@ impl<'a> InboundTwin<'a> {
         }
         if real.0 as usize != self.running.len() || real.1 as usize != self.lines.len() {
             return Err("the twin's own counts stray".into());
+        }
+        let model = self.model.capacity.as_ref().map(|c| c.rule);
+        if self.real.capacity() != model {
+            return Err(format!(
+                "capacity real {:?}, model {model:?}",
+                self.real.capacity()
+            ));
         }
         Ok(())
     }

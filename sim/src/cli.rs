@@ -34,6 +34,8 @@ EXPERIMENTS (default: all)
             policy beside its reference model; --quick: one day
   rare-drops  Gradient2 under rare timeouts: drop rules before/after/Netflix
   inbound     a server's own shedding: CoDel's schedule; FIFO vs load shed vs resilix, 0.5×–4×
+  inbound-capacity
+            issue 36: early shed answers at 1×/3×/10×; adaptive() against capacities 2–1,000
   hedge     the tail at scale: hedged fan-out requests on the shared budget
 
 OPTIONS
@@ -78,7 +80,7 @@ and CSV series; prints a summary and each assertion's measured value.
 ";
 
 /// The experiments, in the order of the issue (the same names as `exp::ALL`).
-pub const EXPERIMENTS: [&str; 12] = [
+pub const EXPERIMENTS: [&str; 13] = [
     "aws",
     "sre",
     "throttle",
@@ -90,6 +92,7 @@ pub const EXPERIMENTS: [&str; 12] = [
     "long-timeline",
     "rare-drops",
     "inbound",
+    "inbound-capacity",
     "hedge",
 ];
 

@@ -3,8 +3,9 @@
 use core::fmt;
 use core::time::Duration;
 
+use super::capacity::CapacityConfig;
 use super::codel::CodelConfig;
-use crate::limiter::{LimiterConfig, LimiterConfigError};
+use crate::limiter::{LimiterConfig, LimiterConfigError, MAX_LIMIT, MAX_WINDOW};
 
 /// The largest queue an inbound admission accepts (2^20 waiting requests).
 pub const MAX_QUEUE: u32 = 1 << 20;
@@ -26,9 +27,14 @@ pub const MAX_INTERVAL: Duration = Duration::from_secs(3_600);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct InboundConfig {
-    /// The concurrency limit: the adaptive limiter (latency is the handler's), or a fixed one
-    /// ([`InboundConfig::fixed`]).
+    /// The concurrency limit's ceiling and in-flight count: a fixed limit
+    /// ([`InboundConfig::fixed`]), or any of the limiter's algorithms.
     pub limiter: LimiterConfig,
+    /// The adaptive inbound limit ([`CapacityRule`](super::CapacityRule)), under the
+    /// limiter's limit; `None` for the limiter's limit alone. Default
+    /// [`CapacityConfig::DEFAULT`] in [`InboundConfig::adaptive`], `None` in
+    /// [`InboundConfig::fixed`].
+    pub capacity: Option<CapacityConfig>,
     /// How many requests may wait for a slot. Default 100 (Netflix `LifoBlockingLimiter`'s
     /// backlog). 0: no queue, a request either runs at once or is shed.
     pub queue: u32,
@@ -49,18 +55,16 @@ pub struct InboundConfig {
 }
 
 impl InboundConfig {
-    /// The adaptive limit: Netflix Gradient2 (initial 20, max 200) with a floor of 1 (ours:
-    /// a server may have fewer than Netflix's floor of 20 workers), and the defaults above.
+    /// The adaptive limit: the inbound capacity rule ([`CapacityConfig::DEFAULT`]: from 20,
+    /// between 1 and 4,096) under a fixed ceiling of 4,096, and the defaults above. (Until
+    /// issue 36 this was Netflix Gradient2 on the handler's latency, whose limit stayed at 20
+    /// or above for a handler of 2: Gradient2 compares with its own long-term latency, which
+    /// rises with the queue it lets in.)
     pub const fn adaptive() -> InboundConfig {
+        let capacity = CapacityConfig::DEFAULT;
         InboundConfig {
-            limiter: LimiterConfig {
-                min_limit: 1,
-                ..LimiterConfig::gradient2()
-            },
-            queue: 100,
-            reserved: 0.2,
-            codel: CodelConfig::RFC_8289,
-            retry_after: Duration::from_secs(1),
+            capacity: Some(capacity),
+            ..InboundConfig::fixed(capacity.max)
         }
     }
 
@@ -75,7 +79,11 @@ impl InboundConfig {
                 probe_multiplier: 0,
                 ..LimiterConfig::gradient2()
             },
-            ..InboundConfig::adaptive()
+            capacity: None,
+            queue: 100,
+            reserved: 0.2,
+            codel: CodelConfig::RFC_8289,
+            retry_after: Duration::from_secs(1),
         }
     }
 }
@@ -101,6 +109,11 @@ pub enum InboundConfigError {
     TargetZero,
     /// `codel.interval` not above `codel.target`, or above [`MAX_INTERVAL`].
     IntervalOutOfRange,
+    /// The capacity's limits not `1 ≤ min ≤ initial ≤ max ≤` [`MAX_LIMIT`].
+    CapacityLimits,
+    /// The capacity's windows not `0 < min_window ≤ max_window ≤` [`MAX_WINDOW`], or
+    /// `window_samples` zero.
+    CapacityWindow,
 }
 
 impl fmt::Display for InboundConfigError {
@@ -115,6 +128,14 @@ impl fmt::Display for InboundConfigError {
             Self::IntervalOutOfRange => {
                 f.write_str("codel.interval must be above codel.target and at most 1 hour")
             }
+            Self::CapacityLimits => write!(
+                f,
+                "capacity limits must satisfy 1 <= min <= initial <= max <= {MAX_LIMIT}"
+            ),
+            Self::CapacityWindow => f.write_str(
+                "capacity windows must satisfy 0 < min_window <= max_window <= 1 hour, \
+                 with window_samples above zero",
+            ),
         }
     }
 }
@@ -136,6 +157,15 @@ pub(crate) const fn check(c: &InboundConfig) -> Result<u32, InboundConfigError> 
     let (target, interval) = (c.codel.target.as_nanos(), c.codel.interval.as_nanos());
     if interval <= target || interval > MAX_INTERVAL.as_nanos() {
         return Err(InboundConfigError::IntervalOutOfRange);
+    }
+    if let Some(k) = &c.capacity {
+        if k.min == 0 || k.min > k.initial || k.initial > k.max || k.max > MAX_LIMIT {
+            return Err(InboundConfigError::CapacityLimits);
+        }
+        let (lo, hi) = (k.min_window.as_nanos(), k.max_window.as_nanos());
+        if lo == 0 || lo > hi || hi > MAX_WINDOW.as_nanos() || k.window_samples == 0 {
+            return Err(InboundConfigError::CapacityWindow);
+        }
     }
     let reserved = (c.reserved * 1_000_000.0 + 0.5) as u32;
     // A share just below 1 rounds to a million: keep it a share, never the whole.
@@ -216,6 +246,73 @@ mod tests {
                 InboundConfigError::IntervalOutOfRange,
             ),
         ];
+        let k = CapacityConfig::DEFAULT;
+        let with = |capacity| InboundConfig {
+            capacity: Some(capacity),
+            ..ok
+        };
+        let cases = cases.into_iter().chain([
+            (
+                with(CapacityConfig { min: 0, ..k }),
+                InboundConfigError::CapacityLimits,
+            ),
+            (
+                with(CapacityConfig { min: 21, ..k }),
+                InboundConfigError::CapacityLimits,
+            ),
+            (
+                with(CapacityConfig {
+                    initial: 5_000,
+                    ..k
+                }),
+                InboundConfigError::CapacityLimits,
+            ),
+            (
+                with(CapacityConfig {
+                    max: MAX_LIMIT + 1,
+                    initial: 20,
+                    ..k
+                }),
+                InboundConfigError::CapacityLimits,
+            ),
+            (
+                with(CapacityConfig {
+                    min_window: Duration::ZERO,
+                    ..k
+                }),
+                InboundConfigError::CapacityWindow,
+            ),
+            (
+                with(CapacityConfig {
+                    min_window: Duration::from_secs(11),
+                    ..k
+                }),
+                InboundConfigError::CapacityWindow,
+            ),
+            (
+                with(CapacityConfig {
+                    max_window: MAX_WINDOW + Duration::from_nanos(1),
+                    ..k
+                }),
+                InboundConfigError::CapacityWindow,
+            ),
+            (
+                with(CapacityConfig {
+                    window_samples: 0,
+                    ..k
+                }),
+                InboundConfigError::CapacityWindow,
+            ),
+        ]);
+        assert_eq!(check(&InboundConfig::adaptive()), Ok(200_000));
+        assert_eq!(
+            check(&with(CapacityConfig {
+                min: 20,
+                max: 20,
+                ..k
+            })),
+            Ok(200_000)
+        );
         for (config, error) in cases {
             assert_eq!(check(&config), Err(error));
             assert!(!error.to_string().is_empty());

@@ -7,8 +7,9 @@
 //! [`Inbound::admit`]`(now, priority, deadline)`:
 //!
 //! * **admit now** ([`Decision::Admit`]): a slot is free under this priority's share of the
-//!   concurrency limit and nobody is waiting. The limit is the core's adaptive
-//!   [`Limiter`](crate::limiter) (the handler's latency is its sample), or a fixed one.
+//!   concurrency limit and nobody is waiting. The limit is fixed, or adaptive: the capacity
+//!   rule ([`CapacityRule`]) finds how many requests the handler really runs at once from its
+//!   latency, probing down to see the no-load latency (see `capacity.rs`).
 //! * **queue until an instant** ([`Decision::Queue`]): it waits for a slot, at most until
 //!   [`QueuePlace::until`]: `interval` (Fail at Scale's N, 100 ms) after arrival, or only
 //!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N) and
@@ -67,6 +68,7 @@
 //! assert_eq!((inbound.in_flight(), inbound.waiting()), (0, 0));
 //! ```
 
+mod capacity;
 mod codel;
 mod config;
 mod dispatch;
@@ -76,6 +78,7 @@ mod shed;
 mod standing;
 mod wait;
 
+pub use capacity::{CapacityConfig, CapacityRule};
 pub use codel::{Codel, CodelConfig, Pop, control_delay};
 pub use config::{InboundConfig, InboundConfigError, MAX_INTERVAL, MAX_QUEUE};
 pub use dispatch::{Backlog, End, Step, Waiting, dispatch};
@@ -90,12 +93,14 @@ use crate::limiter::Limiter;
 use crate::slots::Slots;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
+use capacity::CapacityCell;
 use standing::BusySince;
 
 /// The inbound admission. See the [module docs](self).
 #[derive(Debug)]
 pub struct Inbound {
     limiter: Limiter,
+    capacity: Option<CapacityCell>,
     queued: Slots,
     /// Waiters per criticality (`Priority::rank`), for the position a newcomer takes.
     classes: [Slots; 4],
@@ -139,6 +144,10 @@ impl Inbound {
             };
             Ok(Inbound {
                 limiter,
+                capacity: match &config.capacity {
+                    Some(c) => Some(CapacityCell::new(c)),
+                    None => None,
+                },
                 queued: Slots::new(),
                 classes: [Slots::new(), Slots::new(), Slots::new(), Slots::new()],
                 busy: BusySince::new(config.codel.interval),
@@ -181,9 +190,7 @@ impl Inbound {
         // Newcomers do not pass waiters: while anyone waits, a newcomer queues (and the
         // driver's dispatch serves the most critical first).
         if inbound.queued.held() == 0
-            && let Some((n, limit)) = inbound
-                .limiter
-                .acquire_within(|limit| priority.share_of(limit, inbound.reserved))
+            && let Some((n, limit)) = inbound.acquire(Some(priority))
         {
             inbound.arrival(false);
             return Decision::Admit(InboundPermit::new(this.clone(), now, n, limit));
@@ -234,7 +241,7 @@ impl Inbound {
         this: &P,
         now: Instant,
     ) -> Option<InboundPermit<P>> {
-        let (n, limit) = this.limiter.acquire_within(|limit| limit)?;
+        let (n, limit) = this.acquire(None)?;
         Some(InboundPermit::new(this.clone(), now, n, limit))
     }
 
@@ -272,9 +279,33 @@ impl Inbound {
         Duration::from_micros(u64::from(self.service.load(Ordering::Relaxed)))
     }
 
-    /// The concurrency limit in force.
+    /// The concurrency limit in force: the adaptive capacity's ([`CapacityRule`]) under the
+    /// limiter's, or the limiter's.
     pub fn limit(&self) -> u32 {
-        self.limiter.limit()
+        let limit = self.limiter.limit();
+        match &self.capacity {
+            Some(c) => limit.min(c.limit()),
+            None => limit,
+        }
+    }
+
+    /// The adaptive capacity's state (its limit, floor and probe), if the config has one.
+    pub fn capacity(&self) -> Option<CapacityRule> {
+        self.capacity.as_ref().map(CapacityCell::rule)
+    }
+
+    /// A slot under the limit in force, or under `priority`'s share of it; answers the count
+    /// in flight with it and the limit it was taken under.
+    fn acquire(&self, priority: Option<Priority>) -> Option<(u32, u32)> {
+        let cap = self.capacity.as_ref().map_or(u32::MAX, CapacityCell::limit);
+        let (n, limit) = self.limiter.acquire_within(|limit| {
+            let limit = limit.min(cap);
+            match priority {
+                Some(p) => p.share_of(limit, self.reserved),
+                None => limit,
+            }
+        })?;
+        Some((n, limit.min(cap)))
     }
 
     /// Requests admitted and not yet settled or dropped (a snapshot).

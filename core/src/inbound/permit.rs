@@ -73,6 +73,9 @@ impl<P: Deref<Target = Inbound>> Permit for InboundPermit<P> {
     ) {
         if let Some(inbound) = self.inbound.take() {
             inbound.record_service(env.now.saturating_duration_since(self.admitted_at));
+            if let (Some(c), Verdict::Success | Verdict::Answered) = (&inbound.capacity, verdict) {
+                c.record(env.now, self.admitted_at, self.in_flight, self.limit);
+            }
             inbound.limiter.release_slot();
             inbound
                 .limiter
@@ -163,7 +166,7 @@ impl<P: Deref<Target = Inbound>> QueuePlace<P> {
         let Some(inbound) = self.inbound.take() else {
             return Err(self);
         };
-        match inbound.limiter.acquire_within(|limit| limit) {
+        match inbound.acquire(None) {
             Some((n, limit)) => {
                 inbound.left(self.priority);
                 Ok(InboundPermit::new(inbound, now, n, limit))

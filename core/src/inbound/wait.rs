@@ -14,8 +14,9 @@
 //! time (a moving average over about 256 arrivals, weight 1/256 each, in 1/65,536ths). Above
 //! one half the server is overloaded: arrivals exceed twice what it serves (under sustained
 //! load `L` × capacity a server can serve at most `1/L` of the arrivals, whatever it queues).
-//! While it is, every criticality may wait only `target` (Fail at Scale's M), so the queue
-//! under sustained overload is kept short and an accepted request waits little. At 1× and a
+//! While it is, every criticality may wait only `target` (Fail at Scale's M) or one service
+//! time if that is shorter, so the queue under sustained overload is kept short and an
+//! accepted request waits little: about a waiter per slot, enough to keep the handler busy. At 1× and a
 //! little above, a queue that fills in a burst sheds a few arrivals (the ones a FIFO would
 //! have served late), never half, so it keeps the whole interval and loses nothing a FIFO
 //! would have served in time. The average is one word updated by compare-and-swap; arrivals
@@ -41,7 +42,7 @@ impl Inbound {
     /// The predicted wait of a request with `ahead` waiters before it, every slot taken:
     /// `(ahead + 1) × service time / limit`. Zero until the service time is known.
     pub fn predicted_wait(&self, ahead: u32) -> Duration {
-        let limit = u128::from(self.limiter.limit().max(1));
+        let limit = u128::from(self.limit().max(1));
         let nanos = self.service_time().as_nanos() * (u128::from(ahead) + 1) / limit;
         Duration::from_nanos(nanos.min(u128::from(u64::MAX)) as u64)
     }
@@ -57,12 +58,18 @@ impl Inbound {
         self.pressure.load(Ordering::Relaxed) as f32 / PRESSURE_ONE as f32
     }
 
-    /// How long a request of `priority` arriving at `now` may wait: `target` (Fail at Scale's
-    /// M) while the queue is overloaded, or for SHEDDABLE and SHEDDABLE_PLUS requests while it
-    /// stands; otherwise `interval` (N).
+    /// How long a request of `priority` arriving at `now` may wait: while the server is
+    /// overloaded, `target` (Fail at Scale's M) or one service time if shorter (a waiter per
+    /// slot keeps the handler busy; more only adds latency); for SHEDDABLE and SHEDDABLE_PLUS
+    /// requests while the queue stands, `target`; otherwise `interval` (N).
     pub fn admission_wait(&self, now: Instant, priority: Priority) -> Duration {
         if self.overloaded() {
-            self.codel.target
+            let service = self.service_time();
+            if service.is_zero() {
+                self.codel.target
+            } else {
+                self.codel.target.min(service)
+            }
         } else {
             self.queue_timeout(now, priority)
         }

@@ -7,6 +7,7 @@ pub mod brooker_clients;
 pub mod e2e;
 pub mod hedge;
 pub mod inbound;
+pub mod inbound_capacity;
 pub mod little;
 pub mod long_timeline;
 pub mod quota;
@@ -35,7 +36,7 @@ impl Ctx {
 pub type Experiment = fn(&Ctx) -> Section;
 
 /// Every experiment, in the order of the issue.
-pub const ALL: [(&str, Experiment); 12] = [
+pub const ALL: [(&str, Experiment); 13] = [
     ("aws", aws::run),
     ("sre", sre::run),
     ("throttle", throttle::run),
@@ -47,6 +48,7 @@ pub const ALL: [(&str, Experiment); 12] = [
     ("long-timeline", long_timeline::run),
     ("rare-drops", rare_drops::run),
     ("inbound", inbound::run),
+    ("inbound-capacity", inbound_capacity::run),
     ("hedge", hedge::run),
 ];
 
