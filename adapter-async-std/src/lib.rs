@@ -31,7 +31,7 @@
 
 //! Waiting for a bulkhead slot or in the limiter's queue zone works as in `resilix-tokio`
 //! (the rules are the core's, in [`resilix::waiters`]): give the policy a [`SlotWaiters`] hook
-//! and call `execute_waiting`. A caller that waits registers one `async-io` timer.
+//! and call `call(options).wait_on(&policy).run(op)`. A caller that waits registers one `async-io` timer.
 //!
 //! ```
 //! use std::time::Duration;
@@ -52,8 +52,8 @@
 //! };
 //! // Two calls, one slot: the second waits 3 ms for the first instead of being refused.
 //! let (a, b) = smol::future::zip(
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
-//!     resilience.execute_waiting(&bulkhead, CallOptions::default(), work),
+//!     resilience.call(CallOptions::default()).wait_on(&bulkhead).run(work),
+//!     resilience.call(CallOptions::default()).wait_on(&bulkhead).run(work),
 //! )
 //! .await;
 //! assert!(a.is_ok() && b.is_ok());

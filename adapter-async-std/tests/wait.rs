@@ -34,8 +34,12 @@ async fn waits_then_gives_up() {
     let r = Resilience::new(&pipeline);
     let start = Instant::now();
     let (x, y) = zip(
-        r.execute_waiting(&b, CallOptions::default(), || work(5 * MS)),
-        r.execute_waiting(&b, CallOptions::default(), || work(5 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&b)
+            .run(|| work(5 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&b)
+            .run(|| work(5 * MS)),
     )
     .await;
     assert_eq!((x, y), (Ok(()), Ok(())));
@@ -49,16 +53,20 @@ async fn waits_then_gives_up() {
     let r = Resilience::new(&pipeline);
     let (holding, release) = (Signal::new(), Signal::new());
     let (x, y) = zip(
-        r.execute_waiting(&short, CallOptions::default(), || async {
-            holding.fire();
-            release.wait().await;
-            Ok::<(), ()>(())
-        }),
+        r.call(CallOptions::default())
+            .wait_on(&short)
+            .run(|| async {
+                holding.fire();
+                release.wait().await;
+                Ok::<(), ()>(())
+            }),
         async {
             holding.wait().await;
             let t = Instant::now();
             let out = r
-                .execute_waiting(&short, CallOptions::default(), || work(MS))
+                .call(CallOptions::default())
+                .wait_on(&short)
+                .run(|| work(MS))
                 .await;
             let waited = t.elapsed();
             release.fire();

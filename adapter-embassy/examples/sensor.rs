@@ -151,12 +151,9 @@ pub async fn sensor_task(sensor: &FlakySensor, tally: &Tally, readings: u32) -> 
     let mut fresh = 0;
     for _ in 0..readings {
         let served = resilience
-            .execute_or_with_rng(
-                &mut rng,
-                CallOptions::default(),
-                Fallback::LastKnownGood(&LAST_READING),
-                || sensor.read_i2c(),
-            )
+            .call(CallOptions::default())
+            .rng(&mut rng)
+            .run_or(Fallback::LastKnownGood(&LAST_READING), || sensor.read_i2c())
             .await;
         match served {
             Ok(Served::Fresh(Ok(value))) => {

@@ -14,7 +14,7 @@
 //! * Policies live in `static`s; the pipeline borrows them (`&'static Bulkhead`, ...).
 //! * **Randomness is yours to supply**: firmware has no entropy at start-up, and a seed shared
 //!   by every device would make them all jitter alike. Pass a generator per task to
-//!   `execute_with_rng`: a hardware RNG through the core's `rand_core` bridges, or a
+//!   `call(options).rng(&mut rng)`: a hardware RNG through the core's `rand_core` bridges, or a
 //!   [`SeededRandom`](resilix::random::SeededRandom) seeded from a serial number or a TRNG.
 //!
 //! ```no_run
@@ -38,7 +38,7 @@
 //!         .attempt_timeout(Duration::from_millis(20));
 //!     let resilience = Resilience::new(&pipeline);
 //!     let mut rng = SeededRandom::new(device_serial);
-//!     let reading = resilience.execute_with_rng(&mut rng, CallOptions::default(), read_sensor).await;
+//!     let reading = resilience.call(CallOptions::default()).rng(&mut rng).run(read_sensor).await;
 //! }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -74,7 +74,7 @@
 //!     let resilience = Resilience::new(&pipeline);
 //!     let mut rng = SeededRandom::new(serial);
 //!     let sent = resilience
-//!         .execute_waiting_with_rng(&RADIO, &mut rng, CallOptions::default(), || send(b"hello"))
+//!         .call(CallOptions::default()).wait_on(&RADIO).rng(&mut rng).run(|| send(b"hello"))
 //!         .await;
 //! }
 //! ```
@@ -184,8 +184,8 @@ impl WaitTimer for EmbassyTimer {
 
 /// A pipeline with its observer and classifier, ready to run calls on embassy: the core's
 /// [`resilix::resilience::Resilience`] on [`EmbassyTimer`], with no seed source (`()`), so
-/// each call takes a generator (`execute_with_rng`, `execute_waiting_with_rng`,
-/// `execute_or_with_rng`); or give it one with `.seeds(FixedSeeds::new(serial))`.
+/// each call takes a generator (`call(options).rng(&mut rng)`, then `run`, `run_or`, or a
+/// wait first); or give it one with `.seeds(FixedSeeds::new(serial))`.
 ///
 /// `P` is anything that dereferences to a [`Pipeline`](resilix::pipeline::Pipeline); on
 /// firmware, `&pipeline` built in the task from `&'static` policies. See the

@@ -45,8 +45,14 @@ fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
     run(async {
         let start = embassy_time::Instant::now();
         let (a, b) = join(
-            r.execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(5)),
-            r.execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || work(5)),
+            r.call(CallOptions::default())
+                .wait_on(&RADIO)
+                .rng(&mut r1)
+                .run(|| work(5)),
+            r.call(CallOptions::default())
+                .wait_on(&RADIO)
+                .rng(&mut r2)
+                .run(|| work(5)),
         )
         .await;
         assert_eq!((a, b), (Ok(()), Ok(())));
@@ -59,25 +65,30 @@ fn a_waiter_gets_the_slot_and_a_long_wait_is_refused() {
         let (holder, (waiter, third)) = join(
             async {
                 let held = r
-                    .execute_waiting_with_rng(&RADIO, &mut r1, CallOptions::default(), || work(60))
+                    .call(CallOptions::default())
+                    .wait_on(&RADIO)
+                    .rng(&mut r1)
+                    .run(|| work(60))
                     .await;
                 (held, start.elapsed())
             },
             join(
                 async {
                     let waited = r
-                        .execute_waiting_with_rng(&RADIO, &mut r2, CallOptions::default(), || {
-                            work(1)
-                        })
+                        .call(CallOptions::default())
+                        .wait_on(&RADIO)
+                        .rng(&mut r2)
+                        .run(|| work(1))
                         .await;
                     (waited, start.elapsed())
                 },
                 async {
                     embassy_time::Timer::after_millis(2).await;
                     let refused = r
-                        .execute_waiting_with_rng(&RADIO, &mut r3, CallOptions::default(), || {
-                            work(1)
-                        })
+                        .call(CallOptions::default())
+                        .wait_on(&RADIO)
+                        .rng(&mut r3)
+                        .run(|| work(1))
                         .await;
                     (refused, start.elapsed())
                 },

@@ -6,7 +6,7 @@
 //! Decide in the closure (synchronously, from a generator the closure owns: a seed there makes
 //! the run reproducible), apply in the future it returns, and classify with
 //! [`ChaosClassifier`] around your own classifier. The output is a [`Chaotic`], not a
-//! `Result`, so the call runs through `execute_output` (the output-generic loop):
+//! `Result`, so the call runs through `call(options).run_output(op)` (the output-generic loop):
 //!
 //! ```
 //! use std::time::Duration;
@@ -31,7 +31,7 @@
 //! let mut rng = SeededRandom::new(42);
 //! let mut calls = 0;
 //! let answer = resilience
-//!     .execute_output(CallOptions::default(), || {
+//!     .call(CallOptions::default()).run_output(|| {
 //!         let injection = chaos::decide(&faults, &mut rng, &());
 //!         faults.disable(); // a running service flips the switch; here, after one fault
 //!         calls += 1;

@@ -5,7 +5,8 @@
 //!
 //! * [`Resilience`]: a pipeline, an observer and a classifier bundled (by default
 //!   [`AutoClassifier`](classify::AutoClassifier): HTTP responses by their status), with
-//!   [`Resilience::execute`] and [`Resilience::execute_or`] (a fallback).
+//!   [`Resilience::execute`] and [`Resilience::call`] for the rest (a fallback, waiting, your
+//!   own generator).
 //! * Randomness seeded per call from a per-thread generator that is itself seeded lazily from
 //!   the platform's entropy (never at start-up), or from your seed ([`Resilience::seed`]).
 //! * Features: `tower` (a `Layer` for a whole pipeline, in `resilix_tokio::tower`),
@@ -107,8 +108,8 @@
 
 //! # Waiting
 //!
-//! [`Resilience::execute_waiting_for_bulkhead`](resilix::resilience::Resilience::execute_waiting_for_bulkhead)
-//! (and `execute_waiting_for_limiter`) holds each
+//! [`call(options).wait_for_bulkhead()`](resilix::resilience::CallBuilder::wait_for_bulkhead)
+//! (and `wait_for_limiter()`) holds each
 //! attempt (boundedly) until a bulkhead slot frees, or while the call waits in the adaptive
 //! limiter's queue zone, instead of refusing it at once: give the policy a [`SlotWaiters`]
 //! hook. The rules (max waiters, max wait, FIFO on arrival or LIFO, no hand-off) are the
@@ -134,14 +135,14 @@
 //! };
 //! // Two calls, one slot: the second waits 30 ms for the first instead of being refused.
 //! let (a, b) = tokio::join!(
-//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
-//!     resilience.execute_waiting_for_bulkhead(CallOptions::default(), work),
+//!     resilience.call(CallOptions::default()).wait_for_bulkhead().run(work),
+//!     resilience.call(CallOptions::default()).wait_for_bulkhead().run(work),
 //! );
 //! assert!(a.is_ok() && b.is_ok());
 //! # });
 //! ```
 
-//! [`Resilience::execute_waiting_for_rate_limit`](resilix::resilience::Resilience::execute_waiting_for_rate_limit)
+//! [`call(options).wait_for_rate_limit(max)`](resilix::resilience::CallBuilder::wait_for_rate_limit)
 //! waits for a cell of the pipeline's rate limiter instead (governor's `until_ready`,
 //! resilience4j's `timeoutDuration`): until the limiter's retry-at, at most `max_wait`, and
 //! never to the call's deadline, which it refuses at once ([`resilix::rate_wait`]). No waiter
@@ -163,7 +164,7 @@
 //!     // Ten from the full bucket, then one per 100 ms: waited for, not refused.
 //!     let options = CallOptions::default().timeout(Duration::from_secs(1));
 //!     let out = resilience
-//!         .execute_waiting_for_rate_limit(options, Duration::from_millis(500), || async { Ok::<_, ()>(()) })
+//!         .call(options).wait_for_rate_limit(Duration::from_millis(500)).run(|| async { Ok::<_, ()>(()) })
 //!         .await;
 //!     assert!(out.is_ok());
 //! }

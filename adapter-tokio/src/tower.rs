@@ -38,7 +38,7 @@
 //! [`ResilienceLayer::wait_for_bulkhead`] (and [`ResilienceLayer::wait_for_limiter`]) holds
 //! each attempt, boundedly, until the pipeline's bulkhead has a free slot (or while it waits
 //! in the adaptive limiter's queue zone), as
-//! [`Resilience::execute_waiting_for_bulkhead`](resilix::resilience::Resilience::execute_waiting_for_bulkhead)
+//! [`call(options).wait_for_bulkhead()`](resilix::resilience::CallBuilder::wait_for_bulkhead)
 //! does: the policy needs a [`SlotWaiters`](crate::SlotWaiters) hook, whose
 //! [`WaitConfig`](resilix::bulkhead::wait::WaitConfig) bounds the queue and the wait.
 //!

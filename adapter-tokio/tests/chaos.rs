@@ -37,7 +37,8 @@ async fn injected_latency_times_the_attempt_out_and_the_retry_succeeds() {
     let mut rng = SeededRandom::new(1);
     let start = tokio::time::Instant::now();
     let out = resilience
-        .execute_output(CallOptions::default().idempotent(true), || {
+        .call(CallOptions::default().idempotent(true))
+        .run_output(|| {
             let injection = chaos::decide(&slow, &mut rng, &log);
             slow.disable(); // only the first attempt is slowed
             chaos::attempt(injection, || async { Ok::<_, ()>(5) })
@@ -85,7 +86,8 @@ async fn injected_faults_trip_a_real_breaker_and_are_told_apart() {
     let mut refused = 0u32;
     for _ in 0..10 {
         let out = resilience
-            .execute_output(CallOptions::default(), || {
+            .call(CallOptions::default())
+            .run_output(|| {
                 let injection = chaos::decide(&faults, &mut rng, &log);
                 chaos::attempt(injection, || upstream.call(&timer))
             })
@@ -125,7 +127,8 @@ async fn a_substituted_verdict_is_retried_and_the_caller_keeps_the_output() {
         let chaos_outcome = &chaos_outcome;
         async move {
             let out = resilience
-                .execute_output(CallOptions::default(), || {
+                .call(CallOptions::default())
+                .run_output(|| {
                     let injection = chaos::decide(chaos_outcome, &mut rng, &());
                     calls += 1;
                     chaos::attempt(injection, || async { Ok::<_, ()>("body") })

@@ -47,8 +47,12 @@ async fn a_call_beyond_the_limit_waits_in_the_queue_zone() {
     let r = Resilience::new(&pipeline);
     let start = Instant::now();
     let (x, y) = tokio::join!(
-        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
-        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&l)
+            .run(|| work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&l)
+            .run(|| work(30 * MS)),
     );
     assert_eq!((x, y), (Ok(()), Ok(())));
     assert_eq!(
@@ -83,13 +87,19 @@ async fn the_zone_bounds_the_waiters_not_just_the_wait_config() {
     let third = async {
         tokio::time::sleep(MS).await;
         let out = r
-            .execute_waiting(&l, CallOptions::default(), || work(MS))
+            .call(CallOptions::default())
+            .wait_on(&l)
+            .run(|| work(MS))
             .await;
         (out, start.elapsed())
     };
     let (a, b, (c, refused_at)) = tokio::join!(
-        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
-        r.execute_waiting(&l, CallOptions::default(), || work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&l)
+            .run(|| work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&l)
+            .run(|| work(30 * MS)),
         third,
     );
     assert_eq!((a, b), (Ok(()), Ok(())));
@@ -108,11 +118,13 @@ async fn max_wait_and_the_deadline_end_a_wait_and_give_the_place_back() {
     let (r, l) = (&r, &l);
     let waited = |options| async move {
         tokio::time::sleep(MS).await;
-        let out = r.execute_waiting(l, options, || work(MS)).await;
+        let out = r.call(options).wait_on(l).run(|| work(MS)).await;
         (refused_reason(out), start.elapsed())
     };
     let (first, by_max_wait, by_deadline) = tokio::join!(
-        r.execute_waiting(l, CallOptions::default(), || work(100 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(l)
+            .run(|| work(100 * MS)),
         waited(CallOptions::default()),
         waited(CallOptions::default().deadline(deadline)),
     );
@@ -131,12 +143,15 @@ async fn a_cancelled_waiter_gives_its_place_back() {
     let l = limiter(2.0, Duration::from_secs(1));
     let pipeline = Pipeline::new().limiter(&l);
     let r = Resilience::new(&pipeline);
-    let holder = r.execute_waiting(&l, CallOptions::default(), || work(50 * MS));
+    let holder = r
+        .call(CallOptions::default())
+        .wait_on(&l)
+        .run(|| work(50 * MS));
     let waiter = async {
         tokio::time::sleep(MS).await;
         tokio::time::timeout(
             5 * MS,
-            r.execute_waiting(&l, CallOptions::default(), || work(MS)),
+            r.call(CallOptions::default()).wait_on(&l).run(|| work(MS)),
         )
         .await
     };
@@ -178,7 +193,9 @@ async fn a_waiter_refused_by_the_breaker_passes_its_wake_up_on() {
         async move {
             sleep(after).await;
             let out = r
-                .execute_waiting(l, CallOptions::default(), move || work(took))
+                .call(CallOptions::default())
+                .wait_on(l)
+                .run(move || work(took))
                 .await;
             (refused_reason(out), start.elapsed())
         }

@@ -53,7 +53,9 @@ async fn a_call_waits_exactly_until_the_retry_at_then_goes() {
     assert!(at - t0 >= 90 * MS, "an empty bucket of 10/s: {:?}", at - t0);
     let started = RefCell::new(None);
     let out = r
-        .execute_waiting_for_rate_limit(CallOptions::default(), FOREVER, || async {
+        .call(CallOptions::default())
+        .wait_for_rate_limit(FOREVER)
+        .run(|| async {
             *started.borrow_mut() = Some(now());
             Ok::<_, ()>(7)
         })
@@ -81,7 +83,9 @@ async fn refused_at_once_when_the_retry_at_is_past_the_deadline() {
     let called = RefCell::new(false);
     let options = CallOptions::default().deadline(deadline_in(500 * MS));
     let out = r
-        .execute_waiting_for_rate_limit(options, FOREVER, || async {
+        .call(options)
+        .wait_for_rate_limit(FOREVER)
+        .run(|| async {
             *called.borrow_mut() = true;
             Ok::<_, ()>(())
         })
@@ -120,13 +124,17 @@ async fn a_retry_at_on_the_deadline_is_refused_and_one_before_it_waited_for() {
     let at = retry_at(&l, t0);
     let on = CallOptions::default().deadline(resilix::time::Deadline::at(at));
     let out = r
-        .execute_waiting_for_rate_limit(on, FOREVER, || async { Ok::<_, ()>(()) })
+        .call(on)
+        .wait_for_rate_limit(FOREVER)
+        .run(|| async { Ok::<_, ()>(()) })
         .await;
     assert!(matches!(out, Err(Error::Refused { .. })), "{out:?}");
     assert_eq!(now(), t0);
     let after = CallOptions::default().deadline(resilix::time::Deadline::at(at + MS));
     let out = r
-        .execute_waiting_for_rate_limit(after, FOREVER, || async { Ok::<_, ()>(()) })
+        .call(after)
+        .wait_for_rate_limit(FOREVER)
+        .run(|| async { Ok::<_, ()>(()) })
         .await;
     assert_eq!(out, Ok(()));
     within_a_tick(now(), at);
@@ -140,16 +148,16 @@ async fn refused_at_once_beyond_max_wait_and_waited_within_it() {
     let t0 = now();
     l.try_acquire(t0).unwrap();
     let out = r
-        .execute_waiting_for_rate_limit(CallOptions::default(), 500 * MS, || async {
-            Ok::<_, ()>(())
-        })
+        .call(CallOptions::default())
+        .wait_for_rate_limit(500 * MS)
+        .run(|| async { Ok::<_, ()>(()) })
         .await;
     assert!(matches!(out, Err(Error::Refused { .. })), "{out:?}");
     assert_eq!(now(), t0);
     let out = r
-        .execute_waiting_for_rate_limit(CallOptions::default(), 2_000 * MS, || async {
-            Ok::<_, ()>(())
-        })
+        .call(CallOptions::default())
+        .wait_for_rate_limit(2_000 * MS)
+        .run(|| async { Ok::<_, ()>(()) })
         .await;
     assert_eq!(out, Ok(()));
     within_a_tick(now(), retry_at_after(&l, t0));
@@ -172,10 +180,12 @@ async fn waiters_are_served_one_cell_each() {
     let first = retry_at(&l, t0);
     let starts = RefCell::new(Vec::new());
     let call = || {
-        r.execute_waiting_for_rate_limit(CallOptions::default(), FOREVER, || async {
-            starts.borrow_mut().push(now());
-            Ok::<_, ()>(())
-        })
+        r.call(CallOptions::default())
+            .wait_for_rate_limit(FOREVER)
+            .run(|| async {
+                starts.borrow_mut().push(now());
+                Ok::<_, ()>(())
+            })
     };
     let (a, b, c) = tokio::join!(call(), call(), call());
     assert_eq!((a, b, c), (Ok(()), Ok(()), Ok(())));
@@ -196,11 +206,11 @@ async fn a_dropped_waiter_leaves_nothing_behind() {
     l.try_acquire(t0).unwrap();
     let at = retry_at(&l, t0);
     {
-        let mut waiting = pin!(r.execute_waiting_for_rate_limit(
-            CallOptions::default(),
-            FOREVER,
-            || async { Ok::<_, ()>(()) }
-        ));
+        let mut waiting = pin!(
+            r.call(CallOptions::default())
+                .wait_for_rate_limit(FOREVER)
+                .run(|| async { Ok::<_, ()>(()) })
+        );
         let mut cx = Context::from_waker(Waker::noop());
         assert!(matches!(waiting.as_mut().poll(&mut cx), Poll::Pending));
     }

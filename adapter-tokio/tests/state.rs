@@ -154,7 +154,9 @@ async fn spawned_calls_wait_on_the_pipelines_own_bulkhead() {
             let resilience = resilience.clone();
             tokio::spawn(async move {
                 resilience
-                    .execute_waiting_for_bulkhead(CallOptions::default(), || async {
+                    .call(CallOptions::default())
+                    .wait_for_bulkhead()
+                    .run(|| async {
                         tokio::time::sleep(Duration::from_millis(30)).await;
                         Ok::<_, ()>(tokio::time::Instant::now())
                     })

@@ -1,6 +1,6 @@
 //! Bounded waiting through the tower Layer, on paused tokio time: `wait_for_bulkhead` and
 //! `wait_for_limiter` hold each attempt at the same gate as
-//! `Resilience::execute_waiting_for_*` (one loop), bounded by `max_waiters`, `max_wait`, the
+//! `Resilience::call(..).wait_for_*()` (one loop), bounded by `max_waiters`, `max_wait`, the
 //! request's deadline and the limiter's zone; a dropped request leaves the queue.
 
 use std::sync::{Arc, Mutex};

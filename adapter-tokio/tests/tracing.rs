@@ -132,9 +132,8 @@ fn a_refusal_and_the_fallback_that_answers_it_are_warnings() {
     let _held = bulkhead.try_admit().unwrap();
     let out = run(&recorder, async {
         resilience
-            .execute_or(CallOptions::default(), Fallback::Value(Ok(5)), || async {
-                Ok::<u32, ()>(1)
-            })
+            .call(CallOptions::default())
+            .run_or(Fallback::Value(Ok(5)), || async { Ok::<u32, ()>(1) })
             .await
     });
     assert!(matches!(out, Ok(Served::Fallback { value: Ok(5), .. })));

@@ -38,8 +38,12 @@ async fn a_second_call_waits_for_the_slot_instead_of_being_refused() {
     let r = Resilience::new(&pipeline).observer(&log);
     let start = Instant::now();
     let (x, y) = tokio::join!(
-        r.execute_waiting(&b, CallOptions::default(), || work(30 * MS)),
-        r.execute_waiting(&b, CallOptions::default(), || work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&b)
+            .run(|| work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&b)
+            .run(|| work(30 * MS)),
     );
     assert_eq!((x, y), (Ok(()), Ok(())));
     assert_eq!(start.elapsed(), 60 * MS, "one after the other");
@@ -61,20 +65,26 @@ async fn refused_when_max_waiters_are_waiting_or_max_wait_passes() {
     let start = Instant::now();
     let third_started = Mutex::new(false);
     let (holder, waiter, third) = tokio::join!(
-        r.execute_waiting(&b, CallOptions::default(), || work(30 * MS)),
+        r.call(CallOptions::default())
+            .wait_on(&b)
+            .run(|| work(30 * MS)),
         async {
             let out = r
-                .execute_waiting(&b, CallOptions::default(), || work(MS))
+                .call(CallOptions::default())
+                .wait_on(&b)
+                .run(|| work(MS))
                 .await;
             (out, start.elapsed())
         },
         async {
             tokio::task::yield_now().await;
-            r.execute_waiting(&b, CallOptions::default(), || {
-                *third_started.lock().unwrap() = true;
-                work(MS)
-            })
-            .await
+            r.call(CallOptions::default())
+                .wait_on(&b)
+                .run(|| {
+                    *third_started.lock().unwrap() = true;
+                    work(MS)
+                })
+                .await
         },
     );
     assert_eq!(holder, Ok(()));
@@ -121,15 +131,15 @@ async fn a_cancelled_waiter_leaves_the_queue_and_passes_its_wake_up_on() {
 
     // Queued, then dropped: it leaves the queue.
     {
-        let mut a = pin!(r.execute_waiting(&b, CallOptions::default(), || work(MS)));
+        let mut a = pin!(r.call(CallOptions::default()).wait_on(&b).run(|| work(MS)));
         assert!(poll_once(a.as_mut()).is_pending());
         assert_eq!(b.hook().waiting(), 1);
     }
     assert_eq!(b.hook().waiting(), 0);
 
     // Woken by a release, then dropped before it took the slot: the next waiter is woken.
-    let mut a = Box::pin(r.execute_waiting(&b, CallOptions::default(), || work(MS)));
-    let mut c = pin!(r.execute_waiting(&b, CallOptions::default(), || work(MS)));
+    let mut a = Box::pin(r.call(CallOptions::default()).wait_on(&b).run(|| work(MS)));
+    let mut c = pin!(r.call(CallOptions::default()).wait_on(&b).run(|| work(MS)));
     assert!(poll_once(a.as_mut()).is_pending());
     assert!(poll_once(c.as_mut()).is_pending());
     assert_eq!(b.hook().waiting(), 2);
@@ -158,19 +168,21 @@ async fn many_tasks_on_two_threads_all_get_a_slot_and_the_cap_holds() {
     for _ in 0..48 {
         let (r, in_flight, peak) = (r.clone(), in_flight.clone(), peak.clone());
         tasks.push(tokio::spawn(async move {
-            r.execute_waiting(&*B, CallOptions::default(), move || {
-                let (in_flight, peak) = (in_flight.clone(), peak.clone());
-                async move {
-                    let n = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-                    peak.fetch_max(n, Ordering::SeqCst);
-                    // Real time, but only the work's length: the cap and "nobody refused" hold
-                    // for any interleaving, and max_wait (5 s) is far above 48 × 300 µs / 2.
-                    tokio::time::sleep(Duration::from_micros(300)).await;
-                    in_flight.fetch_sub(1, Ordering::SeqCst);
-                    Ok::<(), ()>(())
-                }
-            })
-            .await
+            r.call(CallOptions::default())
+                .wait_on(&*B)
+                .run(move || {
+                    let (in_flight, peak) = (in_flight.clone(), peak.clone());
+                    async move {
+                        let n = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        peak.fetch_max(n, Ordering::SeqCst);
+                        // Real time, but only the work's length: the cap and "nobody refused" hold
+                        // for any interleaving, and max_wait (5 s) is far above 48 × 300 µs / 2.
+                        tokio::time::sleep(Duration::from_micros(300)).await;
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        Ok::<(), ()>(())
+                    }
+                })
+                .await
         }));
     }
     let started = std::time::Instant::now();

@@ -58,7 +58,11 @@ async fn a_waiter_refused_by_the_breaker_passes_its_wake_up_to_the_next() {
     let breaker = Breaker::new(Config::DEFAULT).unwrap();
     let pipeline = Pipeline::new().breaker(&breaker).bulkhead(&bulkhead);
     let r = Resilience::new(&pipeline).seed(1);
-    let call = |took| r.execute_waiting(&bulkhead, CallOptions::default(), move || work(took));
+    let call = |took| {
+        r.call(CallOptions::default())
+            .wait_on(&bulkhead)
+            .run(move || work(took))
+    };
     let start = Instant::now();
     let (a, b, c, d, ()) = tokio::join!(
         async { end(call(100 * MS).await, start) },
@@ -121,7 +125,11 @@ async fn two_slots_two_unused_wake_ups_both_passed_on() {
     let breaker = Breaker::new(Config::DEFAULT).unwrap();
     let pipeline = Pipeline::new().breaker(&breaker).bulkhead(&bulkhead);
     let r = Resilience::new(&pipeline).seed(1);
-    let call = |took| r.execute_waiting(&bulkhead, CallOptions::default(), move || work(took));
+    let call = |took| {
+        r.call(CallOptions::default())
+            .wait_on(&bulkhead)
+            .run(move || work(took))
+    };
     let start = Instant::now();
     let at = |ms: u32| async move {
         sleep(ms * MS).await;
@@ -421,16 +429,18 @@ mod storm {
                     tasks.push(tokio::spawn(async move {
                         let started = std::time::Instant::now();
                         let call =
-                            r.execute_waiting(&BULKHEAD, CallOptions::default(), || async move {
-                                if hold == 0 {
-                                    tokio::time::sleep(Duration::from_millis(1)).await;
-                                } else {
-                                    for _ in 0..hold {
-                                        tokio::task::yield_now().await;
+                            r.call(CallOptions::default())
+                                .wait_on(&BULKHEAD)
+                                .run(|| async move {
+                                    if hold == 0 {
+                                        tokio::time::sleep(Duration::from_millis(1)).await;
+                                    } else {
+                                        for _ in 0..hold {
+                                            tokio::task::yield_now().await;
+                                        }
                                     }
-                                }
-                                Ok::<(), ()>(())
-                            });
+                                    Ok::<(), ()>(())
+                                });
                         let out = tokio::time::timeout(cancel_after, call).await;
                         outcomes.fetch_add(1, Ordering::Relaxed);
                         if let Ok(Err(Error::Refused { rejection, .. })) = out

@@ -96,7 +96,7 @@ impl Signal {
 
 /// Polls `fut` to completion, firing `signal` the first time a poll of it returns `Pending`:
 /// the moment `fut` has gone as far as it can without being woken. A call to
-/// `execute_waiting` that finds no slot has joined the waiters by then; an operation that
+/// `wait_on(..).run(..)` that finds no slot has joined the waiters by then; an operation that
 /// fires a signal and waits on another is parked.
 pub async fn signal_when_pending<F: Future>(signal: &Signal, fut: F) -> F::Output {
     let mut fut = pin!(fut);

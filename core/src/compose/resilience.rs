@@ -47,14 +47,14 @@ use crate::observe::{Event, Observer};
 use crate::permit::Env;
 use crate::pipeline::AsPipeline;
 use crate::random::{Random, SeededRandom};
-use crate::rate_wait::{Peek, RateGate};
 use crate::rejection::Rejection;
 use crate::sync::{AtomicU32, Ordering};
 use crate::time::{Deadline, Instant};
-use crate::waiters::{WaitGate, WaitTimer, Waitable};
 
+mod call;
 mod lent;
 
+pub use call::{CallBuilder, Gated, NoWait, Seeded};
 pub use lent::Lent;
 
 /// Where each call's generator gets its seed.
@@ -505,26 +505,9 @@ where
         }
     }
 
-    /// [`Self::execute`] drawing randomness from `rng` (a hardware RNG, a `rand` generator
-    /// through the core's `rand_core` bridges, a seeded generator in a test).
-    pub async fn execute_with_rng<R, F, Fut, T, E>(
-        &self,
-        rng: &mut R,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        self.execute_gated_with_rng(&(), rng, options, operation)
-            .await
-    }
-
-    /// [`Self::execute`], with each attempt held at `gate` until it may be admitted.
-    pub async fn execute_gated_with_rng<G, R, F, Fut, T, E>(
+    /// The loop with `gate` and `rng`, its answer flattened: what every builder ending but
+    /// the seeded, ungated `run` comes to.
+    pub(crate) async fn gated<G, R, F, Fut, T, E>(
         &self,
         gate: &G,
         rng: &mut R,
@@ -577,29 +560,8 @@ where
         Error::from_stopped(stopped, now)
     }
 
-    /// Runs `operation` through the pipeline when its output is not a `Result` (an HTTP
-    /// response the classifier reads, a chaos-wrapped output): the output-generic loop, whose
-    /// answer is the last output or an [`ExecuteError`] saying why it stopped. (Runnable
-    /// under tokio in `resilix_tokio::chaos`, whose outputs are `Chaotic<T>`.)
-    pub async fn execute_output<F, Fut>(
-        &self,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
-    where
-        S: SeedSource,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
-    {
-        let mut slot = None;
-        let mut rng = self.lazy_rng(&mut slot);
-        self.execute_output_with_rng(&mut rng, options, operation)
-            .await
-    }
-
-    /// [`Self::execute_output`] drawing randomness from `rng`.
-    pub async fn execute_output_with_rng<R, F, Fut>(
+    /// The output-generic loop with `rng`: the last output, or why the call stopped.
+    pub(crate) async fn output_with<R, F, Fut>(
         &self,
         rng: &mut R,
         options: CallOptions,
@@ -623,148 +585,12 @@ where
         .await
     }
 
-    /// [`Self::execute`], with each attempt waiting (boundedly) for room in `target` instead
-    /// of being refused at once: a [`Bulkhead`](crate::bulkhead::Bulkhead) slot, or the
-    /// [`Limiter`](crate::limiter::Limiter)'s queue zone (see [`crate::waiters`]). `target`
-    /// must be the policy in the pipeline, which this method cannot check: prefer
-    /// [`Self::execute_waiting_for_bulkhead`] and [`Self::execute_waiting_for_limiter`],
-    /// which take it from the pipeline. A caller that cannot wait (too many waiting, the
-    /// zone full, `max_wait` or the call's deadline passed) is refused with the policy's
-    /// reason.
-    pub async fn execute_waiting<W, F, Fut, T, E>(
-        &self,
-        target: &W,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        S: SeedSource,
-        Tm: WaitTimer + Clone,
-        W: Waitable + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        let mut slot = None;
-        let mut rng = self.lazy_rng(&mut slot);
-        self.execute_waiting_with_rng(target, &mut rng, options, operation)
-            .await
-    }
-
-    /// [`Self::execute_waiting`] on the pipeline's own bulkhead: the policy waited on is the
-    /// one that admits, by construction (its slot must hold a bulkhead with a waiter list,
-    /// owned, borrowed or in an `Arc`). Example: the tokio adapter's crate docs.
-    pub async fn execute_waiting_for_bulkhead<F, Fut, T, E>(
-        &self,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        S: SeedSource,
-        Tm: WaitTimer + Clone,
-        P::Bulkhead: Waitable,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        self.execute_waiting(self.bulkhead(), options, operation)
-            .await
-    }
-
-    /// [`Self::execute_waiting`] in the pipeline's own adaptive limiter's queue zone: the
-    /// policy waited on is the one that admits, by construction.
-    pub async fn execute_waiting_for_limiter<F, Fut, T, E>(
-        &self,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        S: SeedSource,
-        Tm: WaitTimer + Clone,
-        P::Limiter: Waitable,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        self.execute_waiting(self.limiter(), options, operation)
-            .await
-    }
-
-    /// [`Self::execute`], with each attempt waiting for a cell of the pipeline's own rate
-    /// limiter instead of being refused at once: until the limiter's retry-at, for at most
-    /// `max_wait`, and never to the call's deadline (a retry-at at or past it is refused at
-    /// once). See [`crate::rate_wait`]. The runnable example is in `resilix_tokio`'s tests
-    /// (`rate_wait.rs`), on paused tokio time.
-    pub async fn execute_waiting_for_rate_limit<F, Fut, T, E>(
-        &self,
-        options: CallOptions,
-        max_wait: Duration,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        S: SeedSource,
-        Tm: WaitTimer + Clone,
-        P::RateLimit: Peek,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        let mut slot = None;
-        let mut rng = self.lazy_rng(&mut slot);
-        let gate = RateGate::new(self.rate_limit(), self.timer.clone(), max_wait);
-        self.execute_gated_with_rng(&gate, &mut rng, options, operation)
-            .await
-    }
-
-    /// [`Self::execute_waiting`] drawing randomness from `rng`.
-    pub async fn execute_waiting_with_rng<W, R, F, Fut, T, E>(
-        &self,
-        target: &W,
-        rng: &mut R,
-        options: CallOptions,
-        operation: F,
-    ) -> Result<T, Error<T, E>>
-    where
-        Tm: WaitTimer + Clone,
-        W: Waitable + ?Sized,
-        R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: Classify<Result<T, E>>,
-    {
-        let gate = WaitGate::new(target, self.timer.clone());
-        self.execute_gated_with_rng(&gate, rng, options, operation)
-            .await
-    }
-
-    /// [`Self::execute`], answered by `fallback` when the call is refused, gives up or runs
+    /// The loop with `rng`, answered by `fallback` when the call is refused, gives up or runs
     /// out of time. The observer hears [`Event::FallbackServed`] with the cause, so the
     /// degradation shows in logs and metrics. With a last-known-good store, every output the
-    /// classifier calls a `Success` is remembered.
-    ///
-    /// The error comes back only when the fallback has nothing to give (an empty store with no
-    /// default).
-    pub async fn execute_or<F, Fut>(
-        &self,
-        options: CallOptions,
-        fallback: Fallback<'_, Fut::Output>,
-        operation: F,
-    ) -> Result<Served<Fut::Output>, ExecuteError<Fut::Output>>
-    where
-        S: SeedSource,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        Fut::Output: Clone,
-        C: Classify<Fut::Output>,
-    {
-        let mut slot = None;
-        let mut rng = self.lazy_rng(&mut slot);
-        self.execute_or_with_rng(&mut rng, options, fallback, operation)
-            .await
-    }
-
-    /// [`Self::execute_or`] drawing randomness from `rng`.
-    pub async fn execute_or_with_rng<R, F, Fut>(
+    /// classifier calls a `Success` is remembered. The error comes back only when the fallback
+    /// has nothing to give (an empty store with no default).
+    pub(crate) async fn or_with<R, F, Fut>(
         &self,
         rng: &mut R,
         options: CallOptions,
@@ -778,7 +604,7 @@ where
         Fut::Output: Clone,
         C: Classify<Fut::Output>,
     {
-        let result = self.execute_output_with_rng(rng, options, operation).await;
+        let result = self.output_with(rng, options, operation).await;
         fallback.resolve(result, &self.classifier, |cause| {
             self.observer.on_event(&Event::FallbackServed { cause })
         })

@@ -173,7 +173,9 @@ async fn call(
     let mut attempts_ms = 0u64;
     let start = embassy_time::Instant::now();
     let served = sensor
-        .execute_or_with_rng(rng, options, Fallback::LastKnownGood(&LAST_READING), || {
+        .call(options)
+        .rng(rng)
+        .run_or(Fallback::LastKnownGood(&LAST_READING), || {
             reads += 1;
             let read = script.next().flatten();
             attempts_ms += if read.is_some() {

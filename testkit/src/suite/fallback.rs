@@ -31,8 +31,8 @@ async fn serve<Tm: Timer + Clone>(
     let resilience =
         Resilience::with_parts(pipeline, timer.clone(), FixedSeeds::new(5)).observer(log);
     let served = resilience
-        .execute_or(
-            CallOptions::default(),
+        .call(CallOptions::default())
+        .run_or(
             Fallback::LastKnownGoodOr(store, Ok(default)),
             || async move { result },
         )

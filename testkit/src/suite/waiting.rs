@@ -89,10 +89,12 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
     let (holding, release, queued) = (Signal::new(), Signal::new(), Signal::new());
     let ((a, b), ()) = join(
         join(
-            r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+            r.call(opts())
+                .wait_on(limiter)
+                .run(|| hold(&holding, &release)),
             async {
                 holding.wait().await;
-                let waiter = r.execute_waiting(limiter, opts(), || async {
+                let waiter = r.call(opts()).wait_on(limiter).run(|| async {
                     assert!(release.is_fired(), "the waiter ran after the holder");
                     Ok::<(), ()>(())
                 });
@@ -119,17 +121,19 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
     let third_waited = Signal::new();
     let ((a, b), (c, took)) = join(
         join(
-            r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+            r.call(opts())
+                .wait_on(limiter)
+                .run(|| hold(&holding, &release)),
             async {
                 holding.wait().await;
-                signal_when_pending(&queued, r.execute_waiting(limiter, opts(), quick)).await
+                signal_when_pending(&queued, r.call(opts()).wait_on(limiter).run(quick)).await
             },
         ),
         async {
             queued.wait().await;
             assert_eq!(state(), (1, 1), "one in flight, one waiting");
             let arrived = timer.now();
-            let third = r.execute_waiting(limiter, opts(), quick);
+            let third = r.call(opts()).wait_on(limiter).run(quick);
             let c = signal_when_pending(&third_waited, third).await;
             let took = timer.now() - arrived;
             release.fire();
@@ -151,11 +155,13 @@ pub async fn limiter_queue_zone<Tm, const N: usize, Lk>(
     // real time a bound that says the waiter did not wait for the release instead.
     let (holding, release) = (Signal::new(), Signal::new());
     let (a, (b, waited)) = join(
-        r.execute_waiting(limiter, opts(), || hold(&holding, &release)),
+        r.call(opts())
+            .wait_on(limiter)
+            .run(|| hold(&holding, &release)),
         async {
             holding.wait().await;
             let arrived = timer.now();
-            let b = r.execute_waiting(limiter, opts(), quick).await;
+            let b = r.call(opts()).wait_on(limiter).run(quick).await;
             let waited = timer.now() - arrived;
             release.fire();
             (b, waited)
@@ -196,7 +202,9 @@ where
     let queued = [Signal::new(), Signal::new(), Signal::new()];
     let holder = async {
         let out = r
-            .execute_waiting(bulkhead, opts(), || {
+            .call(opts())
+            .wait_on(bulkhead)
+            .run(|| {
                 served.lock().unwrap().push('h');
                 hold(&holding, &release)
             })
@@ -213,7 +221,7 @@ where
                 _ => queued[i - 1].wait().await,
             }
             assert_eq!(bulkhead.hook().waiting(), i, "{name} finds {i} waiting");
-            let call = r.execute_waiting(bulkhead, opts(), || {
+            let call = r.call(opts()).wait_on(bulkhead).run(|| {
                 served.lock().unwrap().push(name);
                 quick()
             });
@@ -269,17 +277,19 @@ pub async fn wake_up_passed_on<Tm, const N: usize, Lk>(
     };
     let a = async {
         reason(
-            r.execute_waiting(bulkhead, opts(), || hold(&holding, &release))
+            r.call(opts())
+                .wait_on(bulkhead)
+                .run(|| hold(&holding, &release))
                 .await,
         )
     };
     let b = async {
         holding.wait().await;
-        reason(signal_when_pending(&b_queued, r.execute_waiting(bulkhead, opts(), work)).await)
+        reason(signal_when_pending(&b_queued, r.call(opts()).wait_on(bulkhead).run(work)).await)
     };
     let c = async {
         b_queued.wait().await;
-        reason(signal_when_pending(&c_queued, r.execute_waiting(bulkhead, opts(), work)).await)
+        reason(signal_when_pending(&c_queued, r.call(opts()).wait_on(bulkhead).run(work)).await)
     };
     let operator = async {
         c_queued.wait().await;
@@ -303,7 +313,9 @@ pub async fn wake_up_passed_on<Tm, const N: usize, Lk>(
     breaker.reset(&mut Env::new(timer.now(), &mut rng));
     let arrived = timer.now();
     let d = r
-        .execute_waiting(bulkhead, opts(), || async {
+        .call(opts())
+        .wait_on(bulkhead)
+        .run(|| async {
             latency(timer, 2 * unit).await;
             Ok::<(), ()>(())
         })
