@@ -2,11 +2,12 @@
 //! [`Breaker`]), a bound on the calls in flight, and the estimate of the server's clock that
 //! turns the caller's deadline into the script's.
 //!
-//! A call goes to Redis only with a ticket: the breaker admitted it (closed, or the half-open
-//! probe) and an in-flight slot was free. Otherwise it is decided locally at once, in
-//! nanoseconds, without waiting for anything. The breaker opens on consecutive failures
-//! (errors, timeouts, decisions that came back past the caller's deadline), probes one call
-//! at a time after a short wait, and closes on the first probe Redis decides in time. A
+//! A call goes to Redis only with a ticket: the breaker is closed and an in-flight slot was
+//! free. Otherwise it is decided locally at once, in nanoseconds, without waiting for
+//! anything. The breaker opens on consecutive failures (errors, and timeouts), and probes
+//! with its own calls: when its open wait ends, the next caller is decided locally like the
+//! others, and a background `PING` (bounded by the backend timeout) is the half-open probe;
+//! its answer closes the breaker, its failure opens it again. No caller ever waits on a probe. A
 //! timeout counts as a failure only if no reply at all arrived while the call waited: replies
 //! still arriving mean the call sat in a queue (a busy client, a long pipeline), and slow is
 //! not down.
@@ -15,11 +16,15 @@ use core::time::Duration;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use std::sync::Arc;
+
 use resilix::breaker::{Breaker, BreakerPermit, Config, TimeBuckets};
-use resilix::permit::{Env, Permit, Policy};
+use resilix::permit::{Detach, Env, Permit, Policy};
 use resilix::random::SeededRandom;
 use resilix::time::Instant;
 use resilix::verdict::Verdict;
+
+use crate::backend::Backend;
 
 /// Why a call was not sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +74,9 @@ pub(crate) struct Guard {
     /// kept arriving waited on a queue (this client's, or the server's), not on a backend
     /// that is down.
     last_reply: AtomicU64,
+    /// Where the probes go, and how long they may take.
+    backend: Backend,
+    probe_timeout: Duration,
 }
 
 /// A call's right to go to Redis: a breaker permit and an in-flight slot, both given back
@@ -79,8 +87,13 @@ pub(crate) struct Ticket<'a> {
 }
 
 impl Guard {
-    pub(crate) fn new(breaker: Config, max_in_flight: u32) -> Result<Guard, ()> {
-        Ok(Guard {
+    pub(crate) fn new(
+        breaker: Config,
+        max_in_flight: u32,
+        backend: Backend,
+        probe_timeout: Duration,
+    ) -> Result<Arc<Guard>, ()> {
+        Ok(Arc::new(Guard {
             breaker: Breaker::new(breaker).map_err(|_| ())?,
             in_flight: AtomicU32::new(0),
             max_in_flight,
@@ -92,7 +105,9 @@ impl Guard {
             seed: AtomicU64::new(0x5EED_F1EE),
             freed: tokio::sync::Notify::new(),
             last_reply: AtomicU64::new(0),
-        })
+            backend,
+            probe_timeout,
+        }))
     }
 
     fn rng(&self) -> SeededRandom {
@@ -103,7 +118,7 @@ impl Guard {
     }
 
     /// A ticket, or why the call is decided locally.
-    pub(crate) fn pass(&self, now: Instant) -> Result<Ticket<'_>, NotSent> {
+    pub(crate) fn pass(self: &Arc<Self>, now: Instant) -> Result<Ticket<'_>, NotSent> {
         let mut taken = self.in_flight.load(Ordering::Relaxed);
         loop {
             if taken >= self.max_in_flight {
@@ -122,6 +137,13 @@ impl Guard {
         let mut rng = self.rng();
         let mut env = Env::new(now, &mut rng);
         match self.breaker.admit(&mut env) {
+            Ok(permit) if permit.is_probe() => {
+                // The breaker's own probe, in the background; this caller decides locally.
+                self.in_flight.fetch_sub(1, Ordering::Release);
+                self.freed.notify_waiters();
+                self.probe(permit, now);
+                Err(NotSent::BreakerOpen)
+            }
             Ok(permit) => Ok(Ticket {
                 guard: self,
                 permit: Some(permit),
@@ -132,6 +154,39 @@ impl Guard {
                 Err(NotSent::BreakerOpen)
             }
         }
+    }
+
+    /// Sends the half-open probe: a `PING`, bounded by the backend timeout; its answer
+    /// closes the breaker, its failure opens it again (and makes a Sentinel-found backend
+    /// ask again where the primary is).
+    fn probe(self: &Arc<Self>, permit: BreakerPermit<'_, TimeBuckets<10>>, admitted: Instant) {
+        let detached = Breaker::<TimeBuckets<10>>::detach(permit);
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            // No runtime to probe on: the dropped probe frees its slot for the next caller.
+            drop(self.breaker.attach(detached));
+            return;
+        };
+        let g = self.clone();
+        rt.spawn(async move {
+            let t0 = std::time::Instant::now();
+            let mut conn = g.backend.clone();
+            let cmd = redis::cmd("PING");
+            let ping = cmd.query_async::<String>(&mut conn);
+            let answer = tokio::time::timeout(g.probe_timeout, ping).await;
+            let now = admitted.saturating_add(t0.elapsed());
+            let verdict = match answer {
+                Ok(Ok(_)) => Verdict::Success,
+                Ok(Err(e)) if !e.is_timeout() => Verdict::Transient,
+                _ => Verdict::Timeout,
+            };
+            if !verdict.is_accept() {
+                g.backend.suspect();
+            }
+            let permit = g.breaker.attach(detached);
+            let mut rng = g.rng();
+            let mut env = Env::new(now, &mut rng);
+            permit.settle(&verdict, &mut env);
+        });
     }
 
     /// Records a reply's server instant, read at local `reply`.

@@ -68,7 +68,7 @@ pub struct FleetRateLimiter<C = TokioClock> {
     pub(crate) timeout: Duration,
     pub(crate) mode: OnBackendError,
     pub(crate) local: Option<Local>,
-    pub(crate) guard: Guard,
+    pub(crate) guard: Arc<Guard>,
     pub(crate) batcher: Batcher,
     pub(crate) clock: C,
     pub(crate) counters: Counters,
@@ -164,7 +164,8 @@ impl<C: Clock> FleetRateLimiter<C> {
         };
         let conn = conn.into();
         let slots = config.max_in_flight.saturating_mul(conn.connections());
-        let guard = Guard::new(config.breaker, slots).map_err(|()| FleetConfigError::Backend)?;
+        let guard = Guard::new(config.breaker, slots, conn.clone(), config.backend_timeout)
+            .map_err(|()| FleetConfigError::Backend)?;
         Ok(FleetRateLimiter {
             conn,
             script: GcraScript::new(),
@@ -258,7 +259,7 @@ impl<C: Clock> FleetRateLimiter<C> {
         self.timeout
     }
 
-    pub(crate) fn guard(&self) -> &Guard {
+    pub(crate) fn guard(&self) -> &Arc<Guard> {
         &self.guard
     }
 
