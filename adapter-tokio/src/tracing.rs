@@ -1,7 +1,14 @@
 //! Every event as a `tracing` event, and a span per call (feature `tracing`).
 //!
 //! Refusals and fallbacks are `warn` (someone was turned away or got a degraded answer),
-//! breaker transitions `info`, retries and executions `debug`.
+//! breaker transitions `info`, retries and executions `debug`. Waits are durations from now
+//! (`retry_in = 1.5s`), never instants on the process's timeline.
+//!
+//! **Refusals are summarised**, so an incident does not flood the logs when they are read: the
+//! first refusal of a burst (per reason) is logged at once in full; the rest are counted, and
+//! one line per interval states the count (`refused 9,999 more calls: circuit-open`), at the
+//! first refusal after the interval or on [`TracingObserver::flush`]. Fallbacks are summarised
+//! the same way. The level and the interval are [`RefusalLog`]'s (default `warn`, 10 s).
 //!
 //! ```
 //! use resilix::call::CallOptions;
@@ -21,21 +28,190 @@
 //! # });
 //! ```
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use resilix::RejectReason;
 use resilix::observe::{Event, Observer};
 use resilix::time::Instant;
+use tracing::Level;
 
 use crate::gauges::{Gauge, Gauged};
 
-/// Reports each event to `tracing`, tagged with the upstream's name.
-#[derive(Clone, Copy, Debug)]
+/// How bursts of refusals and fallbacks are logged: the first at once, then one line per
+/// `interval` with the count, at `level`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusalLog {
+    /// The level of every refusal and fallback line.
+    pub level: Level,
+    /// How often a burst's count is written (at most): also the quiet time after which the
+    /// next refusal starts a new burst and is logged in full.
+    pub interval: Duration,
+}
+
+impl RefusalLog {
+    /// `warn`, one line per 10 s per reason (ours: short enough that a dashboard-less
+    /// incident shows the rate within seconds, long enough that 1,000 refusals a second make
+    /// one line, not a page).
+    pub const DEFAULT: RefusalLog = RefusalLog {
+        level: Level::WARN,
+        interval: Duration::from_secs(10),
+    };
+}
+
+impl Default for RefusalLog {
+    fn default() -> Self {
+        RefusalLog::DEFAULT
+    }
+}
+
+/// One kind of line being summarised: when its current burst's line was written (nanoseconds
+/// on the process's timeline, plus one; 0 when none was), and how many since were not.
+#[derive(Debug, Default)]
+struct Burst {
+    logged_at: AtomicU64,
+    unlogged: AtomicU64,
+}
+
+/// What a refusal or fallback event should write, if anything.
+enum Line {
+    /// The first of a burst, in full.
+    First,
+    /// A burst's count: `count` events, over `over`.
+    Count { count: u64, over: Duration },
+    /// Nothing: counted for the next line.
+    Counted,
+}
+
+impl Burst {
+    fn on_event(&self, now: Instant, interval: Duration) -> Line {
+        let t = now.as_nanos().saturating_add(1);
+        let logged = self.logged_at.load(Ordering::Acquire);
+        let fresh = logged == 0;
+        if !fresh && t.saturating_sub(logged) < interval.as_nanos() as u64 {
+            self.unlogged.fetch_add(1, Ordering::Relaxed);
+            return Line::Counted;
+        }
+        if self
+            .logged_at
+            .compare_exchange(logged, t, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Another thread writes this interval's line.
+            self.unlogged.fetch_add(1, Ordering::Relaxed);
+            return Line::Counted;
+        }
+        match self.unlogged.swap(0, Ordering::AcqRel) {
+            0 => Line::First,
+            n => Line::Count {
+                count: n + 1,
+                over: Duration::from_nanos(t - logged),
+            },
+        }
+    }
+
+    /// The count not yet written, taken (for [`TracingObserver::flush`]).
+    fn take(&self, now: Instant) -> Option<(u64, Duration)> {
+        let n = self.unlogged.swap(0, Ordering::AcqRel);
+        let logged = self.logged_at.swap(0, Ordering::AcqRel);
+        let over = Duration::from_nanos(now.as_nanos().saturating_add(1).saturating_sub(logged));
+        (n > 0).then_some((n, over))
+    }
+}
+
+/// The bursts an observer tracks: one per refusal reason, one for fallbacks.
+const FALLBACKS: usize = 6;
+
+fn slot(reason: RejectReason) -> usize {
+    match reason {
+        RejectReason::CircuitOpen => 0,
+        RejectReason::LimiterFull => 1,
+        RejectReason::Throttled => 2,
+        RejectReason::BulkheadFull => 3,
+        RejectReason::RateLimited => 4,
+        RejectReason::BudgetExceeded => 5,
+    }
+}
+
+const REASONS: [RejectReason; 6] = [
+    RejectReason::CircuitOpen,
+    RejectReason::LimiterFull,
+    RejectReason::Throttled,
+    RejectReason::BulkheadFull,
+    RejectReason::RateLimited,
+    RejectReason::BudgetExceeded,
+];
+
+/// A `tracing` event at a level chosen when the program runs.
+macro_rules! event_at {
+    ($level:expr, $($rest:tt)+) => {
+        match $level {
+            Level::ERROR => tracing::error!($($rest)+),
+            Level::WARN => tracing::warn!($($rest)+),
+            Level::INFO => tracing::info!($($rest)+),
+            Level::DEBUG => tracing::debug!($($rest)+),
+            _ => tracing::trace!($($rest)+),
+        }
+    };
+}
+
+/// Reports each event to `tracing`, tagged with the upstream's name, summarising bursts of
+/// refusals and fallbacks (see the [module docs](self)).
+#[derive(Debug)]
 pub struct TracingObserver {
     upstream: &'static str,
+    refusals: RefusalLog,
+    bursts: [Burst; 7],
 }
 
 impl TracingObserver {
-    /// Events are tagged `upstream = name`.
-    pub const fn new(upstream: &'static str) -> Self {
-        TracingObserver { upstream }
+    /// Events are tagged `upstream = name`; refusals summarised by [`RefusalLog::DEFAULT`].
+    pub fn new(upstream: &'static str) -> Self {
+        TracingObserver::with_refusal_log(upstream, RefusalLog::DEFAULT)
+    }
+
+    /// Events are tagged `upstream = name`; refusals and fallbacks logged at `log`'s level and
+    /// summarised over its interval.
+    pub fn with_refusal_log(upstream: &'static str, log: RefusalLog) -> Self {
+        TracingObserver {
+            upstream,
+            refusals: log,
+            bursts: Default::default(),
+        }
+    }
+
+    /// Writes the count of every burst whose refusals or fallbacks were counted but not yet
+    /// written (at shutdown, or from a periodic task), and starts afresh.
+    ///
+    /// ```
+    /// use resilix_tokio::tracing::TracingObserver;
+    /// let observer = TracingObserver::new("inventory");
+    /// observer.flush(); // nothing was refused: nothing to write
+    /// ```
+    pub fn flush(&self) {
+        let now = crate::now();
+        let upstream = self.upstream;
+        for (i, reason) in REASONS.iter().enumerate() {
+            if let Some((count, over)) = self.bursts[i].take(now) {
+                event_at!(
+                    self.refusals.level,
+                    upstream,
+                    reason = reason.code(),
+                    refused = count,
+                    ?over,
+                    "refused {count} more calls: {reason} (summarised)"
+                );
+            }
+        }
+        if let Some((count, over)) = self.bursts[FALLBACKS].take(now) {
+            event_at!(
+                self.refusals.level,
+                upstream,
+                fallbacks = count,
+                ?over,
+                "degraded: the fallback answered {count} more calls (summarised)"
+            );
+        }
     }
 
     /// Reports every gauge `policy` has (a policy, a whole pipeline, a shared budget) as it
@@ -75,13 +251,34 @@ impl Observer for TracingObserver {
     fn on_event(&self, event: &Event) {
         let upstream = self.upstream;
         match event {
-            Event::Rejected { rejection } => tracing::warn!(
-                upstream,
-                reason = rejection.reason().code(),
-                retry_at = ?rejection.retry_at(),
-                "refused: {}",
-                rejection.reason()
-            ),
+            Event::Rejected { rejection } => {
+                let reason = rejection.reason();
+                let now = crate::now();
+                let level = self.refusals.level;
+                match self.bursts[slot(reason)].on_event(now, self.refusals.interval) {
+                    Line::First => {
+                        let retry_in = rejection
+                            .retry_at()
+                            .map(|at| at.saturating_duration_since(now));
+                        event_at!(
+                            level,
+                            upstream,
+                            reason = reason.code(),
+                            ?retry_in,
+                            "refused: {reason}"
+                        )
+                    }
+                    Line::Count { count, over } => event_at!(
+                        level,
+                        upstream,
+                        reason = reason.code(),
+                        refused = count,
+                        ?over,
+                        "refused {count} calls: {reason} (summarised)"
+                    ),
+                    Line::Counted => {}
+                }
+            }
             Event::Executed { verdict, duration } => tracing::debug!(
                 upstream,
                 verdict = verdict.kind().as_str(),
@@ -89,16 +286,12 @@ impl Observer for TracingObserver {
                 "attempt settled"
             ),
             Event::CircuitTransition {
-                from,
-                to,
-                cause,
-                at,
+                from, to, cause, ..
             } => tracing::info!(
                 upstream,
                 ?from,
                 ?to,
-                ?cause,
-                ?at,
+                cause = cause.as_str(),
                 "circuit breaker transition"
             ),
             Event::LimitChanged { from, to } => {
@@ -111,7 +304,7 @@ impl Observer for TracingObserver {
             } => tracing::debug!(
                 upstream,
                 attempt,
-                delay_us = delay.as_micros() as u64,
+                ?delay,
                 after = after.kind().as_str(),
                 "retry scheduled"
             ),
@@ -120,20 +313,31 @@ impl Observer for TracingObserver {
                 after = after.kind().as_str(),
                 "not retried: {reason}"
             ),
-            Event::PolicyReset { policy, at } => tracing::info!(
+            Event::PolicyReset { policy, .. } => tracing::info!(
                 upstream,
                 policy = policy.as_str(),
-                ?at,
                 "policy reset by the operator"
             ),
-            Event::PolicyReconfigured { policy, at } => tracing::info!(
+            Event::PolicyReconfigured { policy, .. } => tracing::info!(
                 upstream,
                 policy = policy.as_str(),
-                ?at,
                 "policy reconfigured in place"
             ),
             Event::FallbackServed { cause } => {
-                tracing::warn!(upstream, ?cause, "degraded: the fallback answered")
+                let level = self.refusals.level;
+                match self.bursts[FALLBACKS].on_event(crate::now(), self.refusals.interval) {
+                    Line::First => {
+                        event_at!(level, upstream, ?cause, "degraded: the fallback answered")
+                    }
+                    Line::Count { count, over } => event_at!(
+                        level,
+                        upstream,
+                        fallbacks = count,
+                        ?over,
+                        "degraded: the fallback answered {count} calls (summarised)"
+                    ),
+                    Line::Counted => {}
+                }
             }
             other => tracing::debug!(upstream, event = ?other, "resilix event"),
         }

@@ -203,3 +203,82 @@ fn a_sample_is_one_info_event_per_gauge_and_a_reset_is_reported() {
         .expect("the reset is an event");
     assert_eq!(reset.level, Level::INFO);
 }
+
+/// One burst of 10,000 refusals in a second is two lines: the first refusal in full (its wait
+/// as a duration from now), then, once the interval has passed, one line with the count.
+#[test]
+fn a_burst_of_refusals_is_summarised_with_its_count() {
+    use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+    use std::time::Duration;
+
+    let recorder = Recorder::default();
+    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_hour(1)).with_burst(1)).unwrap();
+    let pipeline = Pipeline::new().rate_limit(&limiter);
+    let resilience = Resilience::new(&pipeline).observer(TracingObserver::new("search"));
+    run(&recorder, async {
+        let call = || resilience.execute(CallOptions::default(), || async { Ok::<u32, ()>(1) });
+        assert!(call().await.is_ok(), "the one cell");
+        for _ in 0..10_000 {
+            assert!(call().await.is_err());
+            tokio::time::advance(Duration::from_micros(100)).await;
+        }
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert!(
+            call().await.is_err(),
+            "the first refusal after the interval"
+        );
+    });
+    let events = recorder.0.events.lock().unwrap().clone();
+    let warnings: Vec<_> = events.iter().filter(|e| e.level == Level::WARN).collect();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].fields["message"].starts_with("refused: "));
+    let retry_in = &warnings[0].fields["retry_in"];
+    assert!(
+        retry_in.starts_with("Some(") && retry_in.ends_with("s)") && !retry_in.contains("Instant"),
+        "a wait from now, not an instant: {retry_in}"
+    );
+    assert_eq!(warnings[1].fields["refused"], "10000");
+    assert_eq!(warnings[1].fields["reason"], "rate-limited");
+    assert!(warnings[1].fields["message"].contains("10000 calls"));
+}
+
+/// What was counted and not yet written comes out on flush, and a quiet burst is not repeated.
+#[test]
+fn flush_writes_the_pending_count() {
+    use resilix::rate_limit::{Rate, RateLimitConfig, RateLimiter};
+    use resilix_tokio::tracing::RefusalLog;
+    use std::time::Duration;
+
+    let recorder = Recorder::default();
+    let limiter = RateLimiter::new(RateLimitConfig::new(Rate::per_hour(1)).with_burst(1)).unwrap();
+    let pipeline = Pipeline::new().rate_limit(&limiter);
+    let log = RefusalLog {
+        level: Level::INFO,
+        interval: Duration::from_secs(60),
+    };
+    let observer = TracingObserver::with_refusal_log("search", log);
+    let resilience = Resilience::new(&pipeline).observer(&observer);
+    run(&recorder, async {
+        let _ = resilience
+            .execute(CallOptions::default(), || async { Ok::<u32, ()>(1) })
+            .await;
+        for _ in 0..5 {
+            let _ = resilience
+                .execute(CallOptions::default(), || async { Ok::<u32, ()>(1) })
+                .await;
+        }
+        observer.flush();
+        observer.flush();
+    });
+    let events = recorder.0.events.lock().unwrap().clone();
+    let lines: Vec<_> = events
+        .iter()
+        .filter(|e| e.level == Level::INFO && e.fields.contains_key("reason"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        2,
+        "the first, then the flushed count once: {lines:?}"
+    );
+    assert_eq!(lines[1].fields["refused"], "4");
+}
