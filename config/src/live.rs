@@ -11,7 +11,8 @@
 //! config is the live one, the same `Arc`, its state intact (an open breaker stays open, a
 //! spent budget stays spent, a bulkhead's held slots stay held). A policy whose table changed
 //! only in settings the running policy takes in place is the live one too, reconfigured
-//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the limiter's
+//! ([`ChangeKind::Reconfigured`]): today the bulkhead's `max_concurrent`, the rate limiter's
+//! rate and burst (its spent cells carried over, capped at the new burst), the limiter's
 //! `min_limit` and `max_limit` (the limit clamped into them), a throttler's
 //! `accepts_multiplier` and `max_rejection_rate` (its window kept), a ratio budget's ratio and
 //! floor (same window), every setting of a token bucket (its balance carried over, clamped

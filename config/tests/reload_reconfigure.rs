@@ -159,3 +159,67 @@ fn a_reload_of_a_token_bucket_keeps_its_balance_clamped_to_a_lower_capacity() {
     assert!(changes(&live, &b4).contains(&change("budgets.process", ChangeKind::Fresh)));
     assert!(!Arc::ptr_eq(&bucket(&live), &before));
 }
+
+const R1: &str = r#"
+[pipelines.api.rate_limit]
+count = 10
+per = "1s"
+"#;
+
+/// A reload that changes the rate limiter's rate keeps the live limiter and the cells it has
+/// spent (a fresh one would hand out a full burst again: twice the quota across a reload).
+#[test]
+fn a_reload_of_a_rate_limit_keeps_the_limiter_and_its_spent_cells() {
+    let live = Live::new(config(R1)).unwrap();
+    let limiter = live
+        .pipeline("api")
+        .unwrap()
+        .rate_limit_ref()
+        .clone()
+        .unwrap();
+    let now = Instant::from_secs(1);
+    for _ in 0..10 {
+        limiter.try_acquire(now).unwrap();
+    }
+    assert_eq!(limiter.available(now), 0);
+
+    let r2 = R1.replace("count = 10", "count = 20");
+    assert_eq!(
+        changes(&live, &r2),
+        vec![change("pipelines.api.rate_limit", ChangeKind::Reconfigured)]
+    );
+    let after = live
+        .pipeline("api")
+        .unwrap()
+        .rate_limit_ref()
+        .clone()
+        .unwrap();
+    assert!(Arc::ptr_eq(&after, &limiter), "the same limiter");
+    assert_eq!(after.burst(), 20, "the new burst in force");
+    assert!(
+        after.available(now) < 20,
+        "the spent cells carried over, not a full new bucket: {}",
+        after.available(now)
+    );
+
+    // An invalid rate is refused at its path, and the live limiter is untouched.
+    let bad = R1.replace("count = 10", "count = 0");
+    match live.reload(Ok(config(&bad))) {
+        ReloadEvent::ConfigRejected { error, .. } => {
+            assert!(
+                error.to_string().starts_with("pipelines.api.rate_limit"),
+                "{error}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        live.pipeline("api")
+            .unwrap()
+            .rate_limit_ref()
+            .as_ref()
+            .unwrap()
+            .burst(),
+        20
+    );
+}

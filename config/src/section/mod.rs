@@ -102,8 +102,9 @@ impl PipelineConfig {
     /// As [`build`](Self::build), but a policy whose table equals its table in `previous`
     /// (the config and the pipeline built from it) is the previous policy: the same `Arc`,
     /// its state kept. A policy whose table changed only in settings it takes in place (of a
-    /// pipeline's, today the bulkhead's `max_concurrent`, the limiter's `min_limit` and
-    /// `max_limit`, the throttler's `accepts_multiplier` and `max_rejection_rate`, and the
+    /// pipeline's, today the bulkhead's `max_concurrent`, the rate limiter's rate and burst,
+    /// the limiter's `min_limit` and `max_limit`, the throttler's `accepts_multiplier` and
+    /// `max_rejection_rate`, and the
     /// breaker's thresholds, waits and probe counts over the same window, where its timers
     /// hold the new waits: `Breaker::check_reconfigure`) is the previous policy too,
     /// reconfigured: its calls in flight are kept.
@@ -245,11 +246,31 @@ impl PipelineConfig {
             }
             _ => slot(&self.bulkhead, None, |s| s.build(&join(path, "bulkhead")))?,
         };
-        let rate_limit = slot(
-            &self.rate_limit,
-            previous.map(|(c, p)| (&c.rate_limit, p.rate_limit_ref())),
-            |s| s.build(&join(path, "rate_limit")),
-        )?;
+        let rate_limit_path = join(path, "rate_limit");
+        let live_rate_limit = previous
+            .and_then(|(c, p)| Some((c.rate_limit.as_ref()?, p.rate_limit_ref().as_ref()?)));
+        let rate_limit = match (&self.rate_limit, live_rate_limit) {
+            // Rate and burst both change in place: the live limiter, its spent cells carried
+            // over (capped at the new burst), reconfigured once the whole config has built.
+            (Some(s), Some((old, live))) => {
+                if old != s {
+                    // Validated as a fresh limiter would be, so its errors name their fields.
+                    s.build(&rate_limit_path)?;
+                    let (config, target) = (s.core_config(), Arc::clone(live));
+                    pending.push(move |env| {
+                        // The config was checked: the only refusal left is another writer
+                        // racing this one, which ends in a few stores.
+                        while let Err(resilix::rate_limit::ReconfigureError::Busy) =
+                            target.reconfigure(config, env)
+                        {
+                            std::hint::spin_loop();
+                        }
+                    });
+                }
+                Some(Arc::clone(live))
+            }
+            _ => slot(&self.rate_limit, None, |s| s.build(&rate_limit_path))?,
+        };
         let pipeline = Pipeline::new()
             .retry(retry)
             .throttler(throttler)
