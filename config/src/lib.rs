@@ -229,20 +229,30 @@ impl Config {
                         old.and_then(|(s, b)| section::reconfigurable_ratio(s, b, section, &path));
                     let bucket =
                         old.and_then(|(s, b)| section::reconfigurable_bucket(s, b, section, &path));
-                    match (ratio, bucket) {
-                        (Some((live, config)), _) => {
+                    let breaker = old.and_then(|(s, b)| {
+                        section::reconfigurable_retry_breaker(s, b, section, &path)
+                    });
+                    match (ratio, bucket, breaker) {
+                        (Some((live, config)), _, _) => {
                             let target = Arc::clone(&live);
                             pending
                                 .push(move |env| section::reconfigure_ratio(&target, config, env));
                             live
                         }
-                        (None, Some((live, config))) => {
+                        (None, Some((live, config)), _) => {
                             let target = Arc::clone(&live);
                             pending
                                 .push(move |env| section::reconfigure_bucket(&target, config, env));
                             live
                         }
-                        (None, None) => fresh,
+                        (None, None, Some((live, config))) => {
+                            let target = Arc::clone(&live);
+                            pending.push(move |env| {
+                                section::reconfigure_retry_breaker(&target, config, env)
+                            });
+                            live
+                        }
+                        (None, None, None) => fresh,
                     }
                 }
             };

@@ -223,3 +223,45 @@ fn a_reload_of_a_rate_limit_keeps_the_limiter_and_its_spent_cells() {
         20
     );
 }
+
+const RB1: &str = r#"
+[budgets.process]
+kind = "retry-breaker"
+max_failure_permille = 100
+
+[pipelines.api.retry]
+budget = "process"
+"#;
+
+/// A reload that changes a retry breaker's threshold keeps the live breaker and its window.
+#[test]
+fn a_reload_of_a_retry_breaker_keeps_its_window() {
+    let live = Live::new(config(RB1)).unwrap();
+    let before = bucket(&live);
+    let now = Instant::from_secs(1);
+    for _ in 0..100 {
+        before.record_first_attempt(now);
+    }
+    for _ in 0..20 {
+        before.record_unretried_failure(now, VerdictKind::Transient);
+    }
+    let Budget::RetryBreaker(b) = &*before else {
+        panic!("a retry breaker")
+    };
+    assert!(b.is_tripped(now));
+    let b2 = RB1.replace("max_failure_permille = 100", "max_failure_permille = 300");
+    assert_eq!(
+        changes(&live, &b2),
+        vec![
+            change("budgets.process", ChangeKind::Reconfigured),
+            change("pipelines.api.retry", ChangeKind::Kept),
+        ]
+    );
+    let after = bucket(&live);
+    assert!(Arc::ptr_eq(&after, &before), "the same breaker");
+    let Budget::RetryBreaker(b) = &*after else {
+        panic!("a retry breaker")
+    };
+    assert_eq!(b.counts(now), (100, 20), "its window kept");
+    assert!(!b.is_tripped(now), "judged by the new threshold");
+}

@@ -371,6 +371,40 @@ pub(crate) fn reconfigure_ratio(
     }
 }
 
+/// A live retry breaker that can take `section` in place (its table was `old`): both retry
+/// breakers over the same window, so only the threshold and the minimum differ. `None`: build
+/// fresh.
+pub(crate) fn reconfigurable_retry_breaker(
+    old: &BudgetSection,
+    live: &Arc<Budget>,
+    section: &BudgetSection,
+    path: &str,
+) -> Option<(Arc<Budget>, resilix::retry::budget::RetryBreakerConfig)> {
+    let (Ok(BudgetCore::RetryBreaker(before)), Ok(BudgetCore::RetryBreaker(after))) =
+        (old.core_config(path), section.core_config(path))
+    else {
+        return None;
+    };
+    (matches!(**live, Budget::RetryBreaker(_)) && before.window == after.window)
+        .then(|| (Arc::clone(live), after))
+}
+
+/// Applies a retry breaker's new threshold and minimum (checked as for the ratio budget:
+/// only a racing writer can refuse it, for a few stores).
+pub(crate) fn reconfigure_retry_breaker(
+    live: &Budget,
+    config: resilix::retry::budget::RetryBreakerConfig,
+    env: &mut Env<'_, SeededRandom>,
+) {
+    use resilix::retry::budget::ratio::RatioReconfigureError;
+    let Budget::RetryBreaker(breaker) = live else {
+        return;
+    };
+    while let Err(RatioReconfigureError::Busy) = breaker.reconfigure(config, env) {
+        std::hint::spin_loop();
+    }
+}
+
 /// Whether two throttler tables mean configs that differ in K and the cap only: what a
 /// running throttler takes in place (`Throttler::reconfigure`).
 fn only_k_and_cap_differ(old: &ThrottlerSection, new: &ThrottlerSection) -> bool {

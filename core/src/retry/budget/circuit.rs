@@ -5,7 +5,13 @@
 
 use core::time::Duration;
 
+use crate::control::emit_reconfigured;
+use crate::observe::{Observer, PolicyKind};
+use crate::permit::Env;
+use crate::random::Random;
+use crate::retry::budget::ratio::RatioReconfigureError;
 use crate::retry::budget::{BudgetConfigError, RetryBudget};
+use crate::settings::Settings;
 use crate::throttler::config::max_min_requests;
 use crate::time::Instant;
 use crate::verdict::VerdictKind;
@@ -133,8 +139,8 @@ impl Default for RetryBreakerConfig {
 #[derive(Debug)]
 pub struct RetryBreaker<const B: usize = 10> {
     pub(super) window: TimeWindow<B, 2>,
-    max_failure_permille: u32,
-    min_attempts: u32,
+    /// `[max_failure_permille, min_attempts]`, changed together by `reconfigure`.
+    settings: Settings<2>,
 }
 
 impl<const B: usize> RetryBreaker<B> {
@@ -161,8 +167,7 @@ impl<const B: usize> RetryBreaker<B> {
             }
             Ok(RetryBreaker {
                 window: TimeWindow::new(config.window),
-                max_failure_permille: config.max_failure_permille,
-                min_attempts: config.min_attempts,
+                settings: Settings::new([config.max_failure_permille, config.min_attempts]),
             })
         }
     }
@@ -173,14 +178,53 @@ impl<const B: usize> RetryBreaker<B> {
         (t[ATTEMPTS], t[FAILURES])
     }
 
-    /// Whether a retry would be allowed at these counts: the pure rule.
-    pub const fn allows(&self, attempts: u32, failures: u32) -> bool {
-        allows(
-            attempts,
-            failures,
-            self.max_failure_permille,
-            self.min_attempts,
-        )
+    /// Whether a retry would be allowed at these counts: the rule, with the settings in force.
+    pub fn allows(&self, attempts: u32, failures: u32) -> bool {
+        let [permille, min_attempts] = self.settings.read();
+        allows(attempts, failures, permille, min_attempts)
+    }
+
+    /// Puts `config`'s threshold and minimum in force at once, keeping the window's counts,
+    /// and emits [`Event::PolicyReconfigured`](crate::observe::Event::PolicyReconfigured). A
+    /// retry asked for while it runs is judged by the old pair or the new one, never a mix
+    /// (one settings block, read once per decision).
+    ///
+    /// The window cannot change in place ([`RatioReconfigureError::Fixed`]): its buckets'
+    /// length is what its stored periods mean. Reconfigurations do not queue: one racing
+    /// another is [`RatioReconfigureError::Busy`].
+    ///
+    /// ```
+    /// use resilix::permit::Env;
+    /// use resilix::random::SeededRandom;
+    /// use resilix::retry::budget::{RetryBreaker, RetryBreakerConfig, RetryBudget};
+    /// use resilix::time::Instant;
+    /// use resilix::VerdictKind;
+    ///
+    /// let breaker: RetryBreaker = RetryBreaker::new(RetryBreakerConfig::DEFAULT)?;
+    /// let now = Instant::from_secs(1);
+    /// for _ in 0..100 { breaker.record_first_attempt(now); }
+    /// for _ in 0..20 { breaker.record_unretried_failure(now, VerdictKind::Transient); }
+    /// assert!(breaker.is_tripped(now), "20% is above the 10% threshold");
+    /// let mut rng = SeededRandom::new(1);
+    /// let looser = RetryBreakerConfig { max_failure_permille: 300, ..RetryBreakerConfig::DEFAULT };
+    /// breaker.reconfigure(looser, &mut Env::new(now, &mut rng)).unwrap();
+    /// assert!(!breaker.is_tripped(now), "the same counts, judged by the new threshold");
+    /// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
+    /// ```
+    pub fn reconfigure<R: Random + ?Sized, O: Observer + ?Sized>(
+        &self,
+        config: RetryBreakerConfig,
+        env: &mut Env<'_, R, O>,
+    ) -> Result<(), RatioReconfigureError> {
+        let next = Self::new(config).map_err(RatioReconfigureError::Config)?;
+        if next.window.bucket_length() != self.window.bucket_length() {
+            return Err(RatioReconfigureError::Fixed { field: "window" });
+        }
+        self.settings
+            .replace(next.settings.read())
+            .map_err(|_| RatioReconfigureError::Busy)?;
+        emit_reconfigured(PolicyKind::RetryBudget, env);
+        Ok(())
     }
 
     /// Whether the breaker is tripped at `now`: the window's failure rate is above the
@@ -263,6 +307,58 @@ mod tests {
             b.try_spend(NOW, T),
             "after the reset, retries are allowed again"
         );
+    }
+
+    #[test]
+    fn a_reconfiguration_keeps_the_counts_and_judges_them_by_the_new_rule() {
+        let b = breaker(100, 10);
+        firsts(&b, NOW, 100);
+        fails(&b, NOW, 20);
+        assert!(b.is_tripped(NOW));
+        let mut rng = crate::random::SeededRandom::new(1);
+        let mut env = crate::permit::Env::new(NOW, &mut rng);
+        let looser = RetryBreakerConfig {
+            max_failure_permille: 300,
+            min_attempts: 10,
+            window: Duration::from_secs(10),
+        };
+        b.reconfigure(looser, &mut env).unwrap();
+        assert_eq!(b.counts(NOW), (100, 20), "the window kept");
+        assert!(!b.is_tripped(NOW));
+        assert!(b.try_spend(NOW, T));
+        // A minimum above the attempts seen: retries allowed whatever the rate.
+        let patient = RetryBreakerConfig {
+            max_failure_permille: 1,
+            min_attempts: 1_000,
+            ..looser
+        };
+        b.reconfigure(patient, &mut env).unwrap();
+        assert!(b.try_spend(NOW, T));
+        let other_window = RetryBreakerConfig {
+            window: Duration::from_secs(20),
+            ..looser
+        };
+        assert_eq!(
+            b.reconfigure(other_window, &mut env),
+            Err(RatioReconfigureError::Fixed { field: "window" })
+        );
+        let invalid = RetryBreakerConfig {
+            max_failure_permille: 0,
+            ..looser
+        };
+        assert_eq!(
+            b.reconfigure(invalid, &mut env),
+            Err(RatioReconfigureError::Config(
+                BudgetConfigError::FailureThresholdZero
+            ))
+        );
+        let held = b.settings.write().unwrap();
+        assert_eq!(
+            b.reconfigure(looser, &mut env),
+            Err(RatioReconfigureError::Busy)
+        );
+        drop(held);
+        assert_eq!(b.reconfigure(looser, &mut env), Ok(()));
     }
 
     #[test]
