@@ -143,7 +143,7 @@ fn busy_runs_exercise_every_path() {
     // sojourns stood above target for an interval without it emptying through dispatch; once
     // a queue stands for Fail at Scale, waits above target are dropped first. Its drops are
     // checked by `codel_per_pop_equals_rfc_8289` and the core's dispatch unit tests.)
-    let mut total = [0u64; 9];
+    let mut total = [0u64; 8];
     for seed in 0..64u64 {
         let config = InboundConfig {
             // Some without a queue: most arrivals are shed and the server reads overloaded.
@@ -182,7 +182,6 @@ fn busy_runs_exercise_every_path() {
             r.shed[1],
             r.shed[3],
             r.standing,
-            r.overloaded,
             r.capacity_windows,
         ]) {
             *t += x;
@@ -299,4 +298,35 @@ fn circles_and_ticks_are_as_documented() {
         Duration::from_nanos(4 << 32)
     );
     assert!(circle(Duration::from_secs(3_600)) > Duration::from_secs(3_600 * 2));
+}
+
+#[test]
+fn an_overloaded_criticality_is_the_same_on_both_sides() {
+    // One slot held, no queue: every arrival is shed, and CRITICAL (four in five) is
+    // overloaded first; both sides say so at every step.
+    let config = InboundConfig {
+        queue: 0,
+        ..InboundConfig::fixed(1)
+    };
+    let real = Inbound::new(config).unwrap();
+    let mut twin = InboundTwin::new(&real, &config);
+    let mut now = Instant::from_secs(3);
+    twin.arrive(now, Priority::Critical, None).unwrap();
+    for i in 0..600u64 {
+        now = now + Duration::from_micros(1 + i % 7);
+        let p = if i % 5 == 0 {
+            Priority::Sheddable
+        } else {
+            Priority::Critical
+        };
+        twin.arrive(now, p, None).unwrap();
+        twin.check(now).unwrap();
+    }
+    assert!(twin.report.overloaded > 100, "{:?}", twin.report);
+    assert!(real.overloaded(Priority::Critical));
+    assert!(
+        !real.overloaded(Priority::Sheddable),
+        "120 shed of about 256: not half"
+    );
+    assert!(!real.overloaded(Priority::CriticalPlus));
 }

@@ -19,9 +19,9 @@
 //! * **early shedding**: a newcomer that would wait is shed at once when
 //!   `(waiters of its criticality or more + 1) × service / limit` is longer than it may wait
 //!   or would take it past its deadline; the shed pressure is `p ← p − ⌊p / 256⌋ (+ 256 if the
-//!   arrival was shed for room or time)` over every arrival decided past the first deadline
-//!   check, and above 32,768 (one half) every class may wait only `target`, or the service
-//!   time if known and shorter.
+//!   arrival was shed for room or time)`, one per criticality over its arrivals decided past
+//!   the first deadline check, and above 32,768 (one half) that criticality may wait only
+//!   `target`, or the service time if known and shorter.
 //! * **the service time**: the average of settled requests' time in their slot, in whole µs,
 //!   `(7 × average + taken) / 8` after the first (which sets it); cancelled requests say
 //!   nothing.
@@ -262,8 +262,9 @@ pub struct Model {
     /// Requests holding a waiting place.
     pub waiting: u64,
     busy_since: u64,
-    /// The share of recent arrivals shed for room or time, in 1/65,536ths.
-    pressure: u64,
+    /// Per criticality (`Priority::rank`), the share of its recent arrivals shed for room or
+    /// time, in 1/65,536ths.
+    pressure: [u64; 4],
     /// The service time's average (µs; 0 before any request settled).
     pub service_us: u64,
     /// The waiting requests, one line per priority (`Priority::rank`).
@@ -292,7 +293,7 @@ impl Model {
             interval_ticks: interval.div_ceil(1 << shift),
             waiting: 0,
             busy_since: 0,
-            pressure: 0,
+            pressure: [0; 4],
             service_us: 0,
             lines: Default::default(),
             codel: Codel::new(c.codel),
@@ -364,18 +365,19 @@ impl Model {
         w.min(u128::from(u64::MAX)) as u64
     }
 
-    /// Whether more than half of the recent arrivals were shed for room or time.
-    pub fn overloaded(&self) -> bool {
-        self.pressure > 32_768
+    /// Whether more than half of `p`'s recent arrivals were shed for room or time.
+    pub fn overloaded(&self, p: Priority) -> bool {
+        self.pressure[p.rank() as usize] > 32_768
     }
 
-    /// One more arrival: `p − ⌊p / 256⌋`, plus 256 if it was shed.
-    fn arrival(&mut self, shed: bool) {
-        self.pressure = self.pressure - self.pressure / 256 + if shed { 256 } else { 0 };
+    /// One more arrival of `p`: `x − ⌊x / 256⌋`, plus 256 if it was shed.
+    fn arrival(&mut self, p: Priority, shed: bool) {
+        let x = &mut self.pressure[p.rank() as usize];
+        *x = *x - *x / 256 + if shed { 256 } else { 0 };
     }
 
     fn admission_wait(&self, now: u64, p: Priority) -> u64 {
-        if self.overloaded() {
+        if self.overloaded(p) {
             match self.service() {
                 0 => self.target,
                 s => self.target.min(s),
@@ -385,8 +387,8 @@ impl Model {
         }
     }
 
-    fn full(&mut self, now: u64) -> ModelDecision {
-        self.arrival(true);
+    fn full(&mut self, now: u64, p: Priority) -> ModelDecision {
+        self.arrival(p, true);
         ModelDecision::Reject {
             cause: ShedCause::QueueFull,
             retry_at: Some(now.saturating_add(self.retry_after)),
@@ -404,25 +406,25 @@ impl Model {
             };
         }
         if self.waiting == 0 && self.limiter.in_flight < self.share(self.limit(), priority) {
-            self.arrival(false);
+            self.arrival(priority, false);
             return ModelDecision::Admit(self.limiter.admit(now).expect("under the limit"));
         }
         let predicted = self.predicted(self.ahead(priority));
         let wait = self.admission_wait(now, priority);
         if predicted > wait {
-            return self.full(now);
+            return self.full(now, priority);
         }
         if let Some(d) = deadline
             && !self.can_meet(now.saturating_add(predicted), d)
         {
-            self.arrival(true);
+            self.arrival(priority, true);
             return ModelDecision::Reject {
                 cause: ShedCause::Deadline,
                 retry_at: None,
             };
         }
         if self.waiting < self.share(self.queue, priority) {
-            self.arrival(false);
+            self.arrival(priority, false);
             self.waiting += 1;
             if self.waiting == 1 {
                 self.busy_since = now;
@@ -433,7 +435,7 @@ impl Model {
             }
             return ModelDecision::Queue { until };
         }
-        self.full(now)
+        self.full(now, priority)
     }
 
     /// The refusal a waiter leaving with `cause` at `now` gets.
@@ -601,7 +603,7 @@ pub struct InboundReport {
     pub shed: [u64; 4],
     /// Dispatches that found the queue standing.
     pub standing: u64,
-    /// Arrivals that found the server overloaded (most recent arrivals shed).
+    /// Arrivals that found their criticality overloaded (most of its recent arrivals shed).
     pub overloaded: u64,
     /// Windows of the adaptive capacity that closed and changed its state.
     pub capacity_windows: u64,
@@ -664,7 +666,7 @@ impl<'a> InboundTwin<'a> {
         deadline: Option<Deadline>,
     ) -> Result<(), String> {
         let t = now.as_nanos();
-        if self.real.overloaded() {
+        if self.real.overloaded(priority) {
             self.report.overloaded += 1;
         }
         let model = self
@@ -848,7 +850,7 @@ impl<'a> InboundTwin<'a> {
             self.real.limit(),
             self.real.standing(now),
             self.real.service_time(),
-            self.real.overloaded(),
+            Priority::ALL.map(|p| self.real.overloaded(p)),
         );
         let model = (
             self.model.limiter.in_flight as u32,
@@ -856,7 +858,7 @@ impl<'a> InboundTwin<'a> {
             self.model.limit() as u32,
             self.model.standing(now.as_nanos()),
             Duration::from_nanos(self.model.service()),
-            self.model.overloaded(),
+            Priority::ALL.map(|p| self.model.overloaded(p)),
         );
         if real != model {
             return Err(format!(

@@ -113,15 +113,15 @@ impl Default for CapacityConfig {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct CapacityRule {
-    limit: u32,
-    floor: u32,
-    hold: u32,
-    probe_in: u32,
-    probe_every: u32,
-    restore: u32,
-    streak: u32,
-    min: u32,
-    max: u32,
+    pub(super) limit: u32,
+    pub(super) floor: u32,
+    pub(super) hold: u32,
+    pub(super) probe_in: u32,
+    pub(super) probe_every: u32,
+    pub(super) restore: u32,
+    pub(super) streak: u32,
+    pub(super) min: u32,
+    pub(super) max: u32,
 }
 
 impl CapacityRule {
@@ -180,7 +180,6 @@ impl CapacityRule {
             s.probe_in = s.probe_every;
             s.limit = s.restore;
             s.restore = 0;
-            s.hold = 0;
             s.streak = 0;
             return s;
         }

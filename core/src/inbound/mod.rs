@@ -13,8 +13,8 @@
 //! * **queue until an instant** ([`Decision::Queue`]): it waits for a slot, at most until
 //!   [`QueuePlace::until`]: `interval` (Fail at Scale's N, 100 ms) after arrival, or only
 //!   `target` (M, 5 ms) for sheddable requests while the queue stands (not empty for N) and
-//!   for every request while the server is overloaded (more than half of the recent arrivals
-//!   shed), and never past its own deadline less a typical service time.
+//!   for every request of a criticality that is overloaded (more than half of its recent
+//!   arrivals shed), and never past its own deadline less a typical service time.
 //! * **reject with a retry-at** ([`Decision::Reject`] with a [`Shed`]): the queue has no room
 //!   for this priority, or the request's predicted wait (its place in the queue × the time
 //!   between completions, [`Inbound::predicted_wait`]) is longer than it may wait or would
@@ -105,8 +105,9 @@ pub struct Inbound {
     /// Waiters per criticality (`Priority::rank`), for the position a newcomer takes.
     classes: [Slots; 4],
     busy: BusySince,
-    /// The share of recent arrivals shed for want of room or time, in 1/65,536ths (`wait.rs`).
-    pressure: AtomicU32,
+    /// Per criticality (`Priority::rank`), the share of its recent arrivals shed for want of
+    /// room or time, in 1/65,536ths (`wait.rs`).
+    pressure: [AtomicU32; 4],
     /// The service time's moving average, in microseconds (0: none settled yet; `wait.rs`).
     service: AtomicU32,
     queue: u32,
@@ -151,7 +152,12 @@ impl Inbound {
                 queued: Slots::new(),
                 classes: [Slots::new(), Slots::new(), Slots::new(), Slots::new()],
                 busy: BusySince::new(config.codel.interval),
-                pressure: AtomicU32::new(0),
+                pressure: [
+                    AtomicU32::new(0),
+                    AtomicU32::new(0),
+                    AtomicU32::new(0),
+                    AtomicU32::new(0),
+                ],
                 service: AtomicU32::new(0),
                 queue: config.queue,
                 reserved,
@@ -192,7 +198,7 @@ impl Inbound {
         if inbound.queued.held() == 0
             && let Some((n, limit)) = inbound.acquire(Some(priority))
         {
-            inbound.arrival(false);
+            inbound.arrival(priority, false);
             return Decision::Admit(InboundPermit::new(this.clone(), now, n, limit));
         }
         // It would wait: shed it now if it cannot be served in the time it may wait, or
@@ -200,13 +206,13 @@ impl Inbound {
         let predicted = inbound.predicted_wait(inbound.ahead(priority));
         let wait = inbound.admission_wait(now, priority);
         if predicted > wait {
-            inbound.arrival(true);
+            inbound.arrival(priority, true);
             return Decision::Reject(inbound.full(now));
         }
         if let Some(d) = deadline
             && !inbound.can_meet(now.saturating_add(predicted), d)
         {
-            inbound.arrival(true);
+            inbound.arrival(priority, true);
             return Decision::Reject(Shed::new(ShedCause::Deadline, None));
         }
         match inbound
@@ -214,7 +220,7 @@ impl Inbound {
             .try_acquire(priority.share_of(inbound.queue, inbound.reserved))
         {
             Ok(n) => {
-                inbound.arrival(false);
+                inbound.arrival(priority, false);
                 inbound.joined(now, priority, n);
                 let mut until = now.saturating_add(wait);
                 if let Some(d) = deadline {
@@ -229,7 +235,7 @@ impl Inbound {
                 ))
             }
             Err(_) => {
-                inbound.arrival(true);
+                inbound.arrival(priority, true);
                 Decision::Reject(inbound.full(now))
             }
         }
@@ -342,5 +348,7 @@ impl Inbound {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+mod tests_capacity;
 #[cfg(all(test, not(loom)))]
 mod tests_wait;

@@ -79,11 +79,11 @@ fn a_request_that_would_miss_its_deadline_in_the_queue_is_shed_on_arrival() {
     assert_eq!((shed.cause(), shed.retry_at()), (ShedCause::Deadline, None));
     assert_eq!(inbound.waiting(), 1);
     assert_eq!(
-        inbound.shed_pressure(),
+        inbound.shed_pressure(Priority::Critical),
         1.0 / 256.0,
         "one arrival of about 256 shed"
     );
-    assert!(!inbound.overloaded());
+    assert!(!inbound.overloaded(Priority::Critical));
 }
 
 #[test]
@@ -96,7 +96,7 @@ fn a_request_that_would_wait_longer_than_the_queue_allows_is_shed_on_arrival() {
         assert_eq!(inbound.ahead(Priority::Critical), k);
         places.push(decide(inbound.admit(now, Priority::Critical, None)).unwrap());
     }
-    assert!(!inbound.overloaded());
+    assert!(!inbound.overloaded(Priority::Critical));
     let shed = decide(inbound.admit(now, Priority::Critical, None))
         .unwrap_err()
         .unwrap();
@@ -105,7 +105,7 @@ fn a_request_that_would_wait_longer_than_the_queue_allows_is_shed_on_arrival() {
 }
 
 #[test]
-fn an_overloaded_server_lets_every_class_wait_only_the_target() {
+fn an_overloaded_criticality_waits_only_the_target_or_a_service_time() {
     let (inbound, now) = warmed(1, 100, ms(4));
     let running = inbound.admit(now, Priority::Critical, None);
     let mut places = Vec::new();
@@ -116,14 +116,19 @@ fn an_overloaded_server_lets_every_class_wait_only_the_target() {
     // Every arrival now would wait 104 ms: shed. More than half the recent arrivals are shed
     // after 177 (about 256 × ln 2, less for the truncation of each step).
     let mut sheds = 0;
-    while !inbound.overloaded() {
+    while !inbound.overloaded(Priority::Critical) {
         assert!(decide(inbound.admit(now, Priority::Critical, None)).is_err());
         sheds += 1;
     }
     assert_eq!(sheds, 177);
+    assert!(
+        !inbound.overloaded(Priority::CriticalPlus),
+        "its own arrivals were not shed"
+    );
+    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(100));
     // A service time (4 ms) below the target (5 ms): a waiter may wait one service time.
-    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(4));
-    assert_eq!(inbound.queue_timeout(now, Priority::CriticalPlus), ms(100));
+    assert_eq!(inbound.admission_wait(now, Priority::Critical), ms(4));
+    assert_eq!(inbound.queue_timeout(now, Priority::Critical), ms(100));
     places.truncate(1);
     let shed = decide(inbound.admit(now, Priority::Critical, None)).unwrap_err();
     assert_eq!(
@@ -138,12 +143,12 @@ fn an_overloaded_server_lets_every_class_wait_only_the_target() {
     drop(p);
     // Queued arrivals bring the share down again.
     let mut queued = 0;
-    while inbound.overloaded() {
+    while inbound.overloaded(Priority::Critical) {
         drop(decide(inbound.admit(now, Priority::Critical, None)).unwrap());
         queued += 1;
     }
     assert!(queued < 10, "{queued}");
-    assert_eq!(inbound.admission_wait(now, Priority::CriticalPlus), ms(100));
+    assert_eq!(inbound.admission_wait(now, Priority::Critical), ms(100));
     drop(running);
 }
 

@@ -1,5 +1,6 @@
 //! How long a request would wait, decided when it arrives: the queue position × the time
-//! between completions, and whether the server is overloaded (most recent arrivals shed).
+//! between completions, and whether a criticality is overloaded (most of its recent arrivals
+//! shed).
 //!
 //! A request that finds every slot taken starts after the waiters it queues behind (those of
 //! its criticality or more: a freed slot serves the most critical first) and one more have
@@ -10,17 +11,22 @@
 //! refusal is then known on arrival, so it is answered on arrival, instead of after a wait
 //! that cannot end well (issue 36: shed answers came at the client's deadline).
 //!
-//! **Overloaded.** The admission keeps the share of recent arrivals shed for want of room or
-//! time (a moving average over about 256 arrivals, weight 1/256 each, in 1/65,536ths). Above
-//! one half the server is overloaded: arrivals exceed twice what it serves (under sustained
-//! load `L` × capacity a server can serve at most `1/L` of the arrivals, whatever it queues).
-//! While it is, every criticality may wait only `target` (Fail at Scale's M) or one service
-//! time if that is shorter, so the queue under sustained overload is kept short and an
-//! accepted request waits little: about a waiter per slot, enough to keep the handler busy. At 1× and a
-//! little above, a queue that fills in a burst sheds a few arrivals (the ones a FIFO would
-//! have served late), never half, so it keeps the whole interval and loses nothing a FIFO
-//! would have served in time. The average is one word updated by compare-and-swap; arrivals
-//! shed only because their own deadline is shorter than a service time do not count.
+//! **Overloaded.** The admission keeps, per criticality, the share of its recent arrivals shed
+//! for want of room or time (a moving average over about 256 arrivals, weight 1/256 each, in
+//! 1/65,536ths). Above one half that criticality is overloaded: its arrivals exceed twice
+//! what the server serves of them (under sustained load `L` × capacity a server can serve at
+//! most `1/L` of the arrivals, whatever it queues). While it is, its requests may wait only
+//! `target` (Fail at Scale's M) or one service time if that is shorter, so the queue under
+//! sustained overload is kept short and an accepted request waits little: about a waiter per
+//! slot, enough to keep the handler busy. At 1× and a little above, a queue that fills in a
+//! burst sheds a few arrivals (the ones a FIFO would have served late), never half, so it
+//! keeps the whole interval and loses nothing a FIFO would have served in time. Per
+//! criticality, because with a mix the sheddable classes absorb the shedding: CRITICAL
+//! requests whose own demand fits the capacity are rarely shed and keep their long wait,
+//! while a server whose callers send no criticality (all CRITICAL) gets the short wait as
+//! soon as it is overloaded, which is what a server that cannot tell its callers apart
+//! should do. Each average is one word updated by compare-and-swap; arrivals shed only
+//! because their own deadline is shorter than a service time do not count.
 
 use core::time::Duration;
 
@@ -47,23 +53,24 @@ impl Inbound {
         Duration::from_nanos(nanos.min(u128::from(u64::MAX)) as u64)
     }
 
-    /// Whether the server is overloaded: more than half of the recent arrivals were shed for
-    /// want of room or time.
-    pub fn overloaded(&self) -> bool {
-        self.pressure.load(Ordering::Relaxed) > PRESSURE_ONE / 2
+    /// Whether requests of `priority` are overloaded: more than half of their recent arrivals
+    /// were shed for want of room or time.
+    pub fn overloaded(&self, priority: Priority) -> bool {
+        self.pressure[priority.rank() as usize].load(Ordering::Relaxed) > PRESSURE_ONE / 2
     }
 
-    /// The share of recent arrivals shed for want of room or time, in `[0, 1]`.
-    pub fn shed_pressure(&self) -> f32 {
-        self.pressure.load(Ordering::Relaxed) as f32 / PRESSURE_ONE as f32
+    /// The share of `priority`'s recent arrivals shed for want of room or time, in `[0, 1]`.
+    pub fn shed_pressure(&self, priority: Priority) -> f32 {
+        let p = self.pressure[priority.rank() as usize].load(Ordering::Relaxed);
+        p as f32 / PRESSURE_ONE as f32
     }
 
-    /// How long a request of `priority` arriving at `now` may wait: while the server is
+    /// How long a request of `priority` arriving at `now` may wait: while its criticality is
     /// overloaded, `target` (Fail at Scale's M) or one service time if shorter (a waiter per
     /// slot keeps the handler busy; more only adds latency); for SHEDDABLE and SHEDDABLE_PLUS
     /// requests while the queue stands, `target`; otherwise `interval` (N).
     pub fn admission_wait(&self, now: Instant, priority: Priority) -> Duration {
-        if self.overloaded() {
+        if self.overloaded(priority) {
             let service = self.service_time();
             if service.is_zero() {
                 self.codel.target
@@ -75,13 +82,13 @@ impl Inbound {
         }
     }
 
-    /// An arrival was decided: `shed` if it was refused for want of room or time.
-    pub(super) fn arrival(&self, shed: bool) {
-        let _ = self
-            .pressure
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| {
-                Some(next_pressure(p, shed))
-            });
+    /// An arrival of `priority` was decided: `shed` if it was refused for want of room or time.
+    pub(super) fn arrival(&self, priority: Priority, shed: bool) {
+        let _ = self.pressure[priority.rank() as usize].fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |p| Some(next_pressure(p, shed)),
+        );
     }
 
     /// A request held its slot for `took`: the service time's average moves 1/8 of the way to
