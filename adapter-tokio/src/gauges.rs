@@ -141,6 +141,14 @@ impl<P: Gauged + ?Sized> Gauged for Arc<P> {
     }
 }
 
+/// A policy in shadow mode reads as the policy itself: its state is real, only its refusals
+/// are let through.
+impl<P: Gauged> Gauged for resilix::shadow::Shadow<P> {
+    fn gauges(&self, now: Instant, read: &mut dyn FnMut(Gauge)) {
+        self.policy().gauges(now, read)
+    }
+}
+
 impl<W: OutcomeWindow> Gauged for Breaker<W> {
     fn gauges(&self, _now: Instant, read: &mut dyn FnMut(Gauge)) {
         read(Gauge::CircuitState(self.state()));

@@ -10,6 +10,7 @@
 //! | metric | kind | labels | when |
 //! |---|---|---|---|
 //! | `resilix_rejections_total` | counter | `upstream`, `reason`: `throttled`, `circuit-open`, `limiter-full`, `bulkhead-full`, `rate-limited`, `budget-exceeded` | each refusal |
+//! | `resilix_shadow_rejections_total` | counter | `upstream`, `reason` (as above) | each call a policy in shadow mode would have refused and let through (`resilix::shadow`) |
 //! | `resilix_attempts_total` | counter | `upstream`, `verdict`: `success`, `answered`, `overload`, `transient`, `uncertain`, `timeout`, `rejected` | each settled attempt |
 //! | `resilix_attempt_duration_seconds` | histogram | `upstream` (settled attempts only: shed calls never pollute it) | each settled attempt |
 //! | `resilix_retries_total` | counter | `upstream`, `after` (the verdict that is retried, as `verdict` above) | each retry scheduled |
@@ -135,6 +136,12 @@ impl Observer for MetricsObserver {
         match event {
             Event::Rejected { rejection } => metrics::counter!(
                 "resilix_rejections_total",
+                "upstream" => upstream,
+                "reason" => rejection.reason().code()
+            )
+            .increment(1),
+            Event::ShadowRejected { rejection } => metrics::counter!(
+                "resilix_shadow_rejections_total",
                 "upstream" => upstream,
                 "reason" => rejection.reason().code()
             )

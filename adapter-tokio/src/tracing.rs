@@ -119,8 +119,10 @@ impl Burst {
     }
 }
 
-/// The bursts an observer tracks: one per refusal reason, one for fallbacks.
+/// The bursts an observer tracks: one per refusal reason, one for fallbacks, one per reason
+/// of a policy in shadow mode.
 const FALLBACKS: usize = 6;
+const SHADOW: usize = 7;
 
 fn slot(reason: RejectReason) -> usize {
     match reason {
@@ -161,7 +163,7 @@ macro_rules! event_at {
 pub struct TracingObserver {
     upstream: &'static str,
     refusals: RefusalLog,
-    bursts: [Burst; 7],
+    bursts: [Burst; 13],
 }
 
 impl TracingObserver {
@@ -200,6 +202,19 @@ impl TracingObserver {
                     refused = count,
                     ?over,
                     "refused {count} more calls: {reason} (summarised)"
+                );
+            }
+        }
+        for (i, reason) in REASONS.iter().enumerate() {
+            if let Some((count, over)) = self.bursts[SHADOW + i].take(now) {
+                event_at!(
+                    self.refusals.level,
+                    upstream,
+                    reason = reason.code(),
+                    shadow = true,
+                    refused = count,
+                    ?over,
+                    "would refuse {count} more calls (shadow mode, let through): {reason} (summarised)"
                 );
             }
         }
@@ -275,6 +290,33 @@ impl Observer for TracingObserver {
                         refused = count,
                         ?over,
                         "refused {count} calls: {reason} (summarised)"
+                    ),
+                    Line::Counted => {}
+                }
+            }
+            Event::ShadowRejected { rejection } => {
+                // Summarised with the other shadow refusals of its reason, apart from real
+                // refusals (the second half of the bursts).
+                let reason = rejection.reason();
+                let level = self.refusals.level;
+                match self.bursts[SHADOW + slot(reason)]
+                    .on_event(crate::now(), self.refusals.interval)
+                {
+                    Line::First => event_at!(
+                        level,
+                        upstream,
+                        reason = reason.code(),
+                        shadow = true,
+                        "would refuse (shadow mode, let through): {reason}"
+                    ),
+                    Line::Count { count, over } => event_at!(
+                        level,
+                        upstream,
+                        reason = reason.code(),
+                        shadow = true,
+                        refused = count,
+                        ?over,
+                        "would refuse {count} calls (shadow mode, let through): {reason} (summarised)"
                     ),
                     Line::Counted => {}
                 }

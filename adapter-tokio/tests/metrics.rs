@@ -352,3 +352,27 @@ fn fallbacks_transitions_and_limit_keep_their_detail() {
     );
     assert_eq!(m.len(), 8, "{m:?}");
 }
+
+/// A policy in shadow mode: the call went through, so it is no refusal; what it would have
+/// refused is its own series, by reason.
+#[test]
+fn a_shadow_refusal_is_its_own_series() {
+    use resilix::{RejectReason, Rejection};
+    let m = record(&[
+        Event::ShadowRejected {
+            rejection: Rejection::new(RejectReason::CircuitOpen),
+        },
+        Event::ShadowRejected {
+            rejection: Rejection::new(RejectReason::CircuitOpen),
+        },
+    ]);
+    assert_eq!(
+        m.get("resilix_shadow_rejections_total{upstream=inventory,reason=circuit-open}"),
+        Some(&2.0),
+        "{m:?}"
+    );
+    assert!(
+        !m.keys().any(|k| k.starts_with("resilix_rejections_total")),
+        "not a refusal: {m:?}"
+    );
+}

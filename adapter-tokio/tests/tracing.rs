@@ -282,3 +282,34 @@ fn flush_writes_the_pending_count() {
     );
     assert_eq!(lines[1].fields["refused"], "4");
 }
+
+/// A breaker in shadow mode, forced open: the call is made, and the log says what the breaker
+/// would have done, marked as shadow.
+#[test]
+fn a_shadow_refusal_is_logged_as_shadow_and_the_call_is_made() {
+    use resilix::breaker::Breaker;
+    use resilix::permit::Env;
+    use resilix::random::SeededRandom;
+    use resilix::shadow::Shadow;
+
+    let recorder = Recorder::default();
+    let breaker = Shadow::new(Breaker::default());
+    let mut rng = SeededRandom::new(1);
+    breaker
+        .policy()
+        .force_open(&mut Env::new(resilix::time::Instant::ZERO, &mut rng));
+    let pipeline = Pipeline::new().breaker(&breaker);
+    let resilience = Resilience::new(&pipeline).observer(TracingObserver::new("search"));
+    let out = run(&recorder, async {
+        resilience
+            .execute(CallOptions::default(), || async { Ok::<u32, ()>(7) })
+            .await
+    });
+    assert_eq!(out, Ok(7), "the call went through");
+    let events = recorder.0.events.lock().unwrap().clone();
+    let warnings: Vec<_> = events.iter().filter(|e| e.level == Level::WARN).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert_eq!(warnings[0].fields["shadow"], "true");
+    assert_eq!(warnings[0].fields["reason"], "circuit-open");
+    assert!(warnings[0].fields["message"].starts_with("would refuse"));
+}

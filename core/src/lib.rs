@@ -68,7 +68,9 @@ mod mechanism;
 
 #[cfg(feature = "alloc")]
 pub use compose::shared;
-pub use compose::{call, error, execute, fallback, pipeline, rate_wait, resilience, waiters};
+pub use compose::{
+    call, error, execute, fallback, pipeline, rate_wait, resilience, shadow, waiters,
+};
 pub(crate) use contract::give_up;
 pub use contract::{control, permit, rejection, verdict};
 pub use mechanism::release;

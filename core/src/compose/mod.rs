@@ -11,6 +11,7 @@ pub mod fallback;
 pub mod pipeline;
 pub mod rate_wait;
 pub mod resilience;
+pub mod shadow;
 #[cfg(feature = "alloc")]
 pub mod shared;
 pub mod waiters;

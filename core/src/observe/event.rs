@@ -96,6 +96,12 @@ pub enum Event {
         /// Which limit refused it.
         reason: HedgeRefusal,
     },
+    /// A policy in shadow mode would have refused a call, and let it through instead
+    /// ([`crate::shadow::Shadow`]). Not a refusal: the call went on to the upstream.
+    ShadowRejected {
+        /// Which policy would have refused, and when it would have admitted again.
+        rejection: Rejection,
+    },
     /// A call that sent at least one hedge ended: whose answer the caller got. The other
     /// copies were cancelled.
     HedgeWon {
