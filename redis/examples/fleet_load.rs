@@ -109,7 +109,24 @@ fn main() {
                 .expect("redis-server --sentinel"),
         );
         url = format!("sentinel://127.0.0.1:{sport}/load");
-        std::thread::sleep(Duration::from_millis(1_500));
+        // Until the replica is in sync and Sentinel has seen it: a failover needs a good
+        // replica to promote.
+        for _ in 0..200 {
+            let synced = Command::new("redis-cli")
+                .args(["-p", &replica.to_string(), "info", "replication"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).contains("master_link_status:up"))
+                .unwrap_or(false);
+            let seen = Command::new("redis-cli")
+                .args(["-p", &sport.to_string(), "sentinel", "replicas", "load"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).contains(&replica.to_string()))
+                .unwrap_or(false);
+            if synced && seen {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
     std::thread::sleep(Duration::from_millis(300));
     let prefix = format!("load:{}:", std::process::id());
@@ -342,8 +359,14 @@ fn child(a: &[String]) {
         for t in &r.1 {
             out.push_str(&format!("l {t}\n"));
         }
+        // The longest stretch between Redis's decisions, or from the last one to the end.
         let g = *gap.lock().unwrap();
-        out.push_str(&format!("g {} {}\n", g.1, g.2));
+        let (from, to) = if end.saturating_sub(g.0) > g.2 - g.1 {
+            (g.0.max(start), end)
+        } else {
+            (g.1, g.2)
+        };
+        out.push_str(&format!("g {from} {to}\n"));
         let s = l.stats();
         out.push_str(&format!(
             "s {} {} {} {}\n",

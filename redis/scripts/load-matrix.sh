@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 echo "load: $(uptime)"
 if [ "${1:-}" = "--short" ]; then
-  cargo build -q -p resilix-redis --example fleet_load
+  cargo build -q -p resilix-redis --all-features --example fleet_load
   bin=target/debug/examples/fleet_load
   for fault in pause kill; do
     for mode in allow deny; do

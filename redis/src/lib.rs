@@ -48,12 +48,24 @@
 //! * **Precision.** Lua's numbers are doubles; the script does integer arithmetic only below
 //!   2^53 (spans up to 2^51 ns, about 26 days; longer is refused at construction).
 //! * **Fail open or closed.** Every call is bounded by the backend timeout (default 20 ms);
-//!   then [`OnBackendError`] applies: allow (the default, counted), deny, or this node's share
-//!   of the quota decided locally. Fail open when a limiter outage must not become yours (the
-//!   upstream sheds load itself); fail closed when the quota protects something fragile or
-//!   costly; decide locally when the number of nodes is known and kept current. Through an
-//!   outage each call costs up to the backend timeout. The connection reconnects in the
-//!   background, so decisions return to Redis when it does, without a restart.
+//!   a call Redis did not decide is decided by [`OnBackendError`]: allow up to this node's
+//!   fail-open cap (the default; the cap is the quota unless set), deny, or this node's share
+//!   of the quota decided locally. Every admission Redis did not decide counts against the
+//!   node's cap or share, so the fleet's admissions have a bound in every mode
+//!   ([`FleetConfig::bound`], derived in `docs/fleet.md`). Fail open when a limiter outage
+//!   must not become yours (the upstream sheds load itself); fail closed when the quota
+//!   protects something fragile or costly; decide locally when the number of nodes is known
+//!   and kept current. The connection reconnects in the background, so decisions return to
+//!   Redis when it does, without a restart.
+//! * **Slow is not down.** A breaker on the backend (the core's `resilix::breaker`) opens on
+//!   errors and on timeouts during which no reply at all arrived; while it is open no call is
+//!   sent and the failure mode decides at once, in nanoseconds, and the breaker probes with its
+//!   own background `PING`. At most [`FleetConfig::max_in_flight`] calls per connection are in
+//!   flight; a call finding them taken joins its bucket's batch, decided by Redis in one script
+//!   call. The script learns each caller's deadline and decides nothing past it, so a decision
+//!   nobody waits for never spends the bucket.
+//! * **Failover.** [`Backend::sentinel`] follows Redis Sentinel's promotions; a promotion can
+//!   forget at most one burst of debt, which the bound counts.
 //!
 //! # Observability
 //!
@@ -71,9 +83,10 @@
 //! and each call spends one leased cell locally. A lease is spendable for
 //! [`LeaseConfig::period`] from when its renewal was *sent*, so every admitted call spends a
 //! cell the fleet bucket admitted at most `period` earlier: over any window W the fleet admits
-//! at most `burst + (W + period) / T`, and through a Redis outage each node keeps admitting
-//! from what it holds for up to `period`. Unspent cells expire (counted): the price of
-//! leasing is admitting less, never more.
+//! at most `burst + (W + period) / T`. Through a Redis outage a node admits what it holds:
+//! [`LeaseConfig::for_share`] keeps enough, valid long enough, to admit the node's share for
+//! half the period. Unspent cells expire (counted): the price of leasing is admitting less,
+//! never more.
 //!
 //! # Fleet-wide retry budget
 //!
