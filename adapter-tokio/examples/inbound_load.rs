@@ -175,8 +175,18 @@ fn serve(build: &str, slots: usize, work: Duration) -> Server {
                 tokio::spawn(async move {
                     loop {
                         tokio::time::sleep(Duration::from_millis(50)).await;
-                        let limit = layer.inbound().limit();
-                        limits.lock().expect("not poisoned").push(limit);
+                        let inbound = layer.inbound();
+                        limits.lock().expect("not poisoned").push(inbound.limit());
+                        if std::env::var_os("INBOUND_LOAD_DEBUG").is_some() {
+                            eprintln!(
+                                "limit {} in flight {} waiting {} pressure {:.2} service {:?}",
+                                inbound.limit(),
+                                inbound.in_flight(),
+                                inbound.waiting(),
+                                inbound.shed_pressure(resilix::inbound::Priority::Critical),
+                                inbound.service_time()
+                            );
+                        }
                     }
                 })
             });

@@ -446,3 +446,51 @@ async fn on_loopback_a_real_server_sheds_with_503_and_serves_the_rest() {
     assert_eq!(s.runs.load(Ordering::SeqCst), 2);
     server.abort();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_request_the_queue_cannot_serve_in_time_is_shed_on_arrival() {
+    // Issue 36: the refusal is answered when it becomes knowable, not at the deadline.
+    let s = server(1, 10);
+    // One request of 20 ms forms the service time.
+    let warm = get_req("warm").header("x-work-ms", "20");
+    let ok = s
+        .app
+        .clone()
+        .oneshot(warm.body(Body::empty()).unwrap())
+        .await;
+    assert_eq!(ok.unwrap().status(), StatusCode::OK);
+    assert_eq!(s.layer.inbound().service_time(), Duration::from_millis(20));
+    let running = send(
+        &s.app,
+        get_req("running")
+            .header("x-work-ms", "20")
+            .body(Body::empty())
+            .unwrap(),
+    );
+    settle().await;
+    // First in line: starts in about 20 ms, done in 40, within its 50 ms: it waits.
+    let with_time = |name| {
+        get_req(name)
+            .header("x-work-ms", "20")
+            .header("x-request-timeout-ms", "50")
+            .body(Body::empty())
+            .unwrap()
+    };
+    let queued = send(&s.app, with_time("queued"));
+    settle().await;
+    assert_eq!(s.layer.inbound().waiting(), 1);
+    // Second: it would start in 40 ms and be done at 60: shed now, before any time passes.
+    let before = tokio::time::Instant::now();
+    let shed = s.app.clone().oneshot(with_time("late")).await.unwrap();
+    assert_eq!(tokio::time::Instant::now(), before, "answered on arrival");
+    assert_eq!(shed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(shed.headers()["x-resilix-shed"], "deadline");
+    assert!(shed.headers().get("retry-after").is_none());
+    assert_eq!(running.await.unwrap().status(), StatusCode::OK);
+    assert_eq!(queued.await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        s.runs.load(Ordering::SeqCst),
+        3,
+        "the shed request never ran"
+    );
+}

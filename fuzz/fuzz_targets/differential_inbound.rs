@@ -9,7 +9,7 @@
 use core::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use resilix::inbound::{CodelConfig, Inbound, InboundConfig};
+use resilix::inbound::{CapacityConfig, CodelConfig, Inbound, InboundConfig};
 use resilix::limiter::LimiterConfig;
 use resilix::random::Random;
 use resilix::time::Instant;
@@ -36,8 +36,21 @@ fuzz_target!(|data: &[u8]| {
     let interval = 2 + rng.below(3_600_000_000_000 - 2);
     let interval = if rng.below(2) == 0 { interval % 1_000_000_000 + 2 } else { interval };
     let target = 1 + rng.below(interval - 1);
+    // Half with the adaptive capacity under the limiter.
+    let capacity = (rng.below(2) == 0).then(|| {
+        let min_window = Duration::from_millis(1 + rng.below(100));
+        CapacityConfig {
+            initial: 1 + rng.below(8) as u32,
+            min: 1,
+            max: 64,
+            min_window,
+            max_window: min_window + Duration::from_millis(rng.below(100)),
+            window_samples: 1 + rng.below(40) as u32,
+        }
+    });
     let config = InboundConfig {
         limiter,
+        capacity,
         queue: rng.below(17) as u32,
         reserved: rng.below(1000) as f32 / 1000.0,
         codel: CodelConfig {

@@ -94,7 +94,8 @@ impl Default for CapacityConfig {
     }
 }
 
-/// The adaptive limit's state and rule. See the [module docs](self).
+/// The adaptive limit's state and rule: see [`InboundConfig::adaptive`](super::InboundConfig::adaptive)
+/// and docs/inbound.md.
 ///
 /// ```
 /// use resilix::inbound::{CapacityConfig, CapacityRule};
