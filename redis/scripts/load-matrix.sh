@@ -15,8 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 echo "load: $(uptime)"
 if [ "${1:-}" = "--short" ]; then
-  cargo build -q -p resilix-redis --all-features --example fleet_load
-  bin=target/debug/examples/fleet_load
+  # FLEET_LOAD_BIN: an already built example (CI's test step builds it), else a debug build.
+  bin="${FLEET_LOAD_BIN:-}"
+  if [ -z "$bin" ]; then
+    cargo build -q -p resilix-redis --all-features --example fleet_load
+    bin=target/debug/examples/fleet_load
+  fi
   for fault in pause kill; do
     for mode in allow deny; do
       "$bin" 4 1250 5 "$fault" "$mode"
