@@ -94,6 +94,24 @@ impl Gauge {
     }
 }
 
+/// A breaker's state as a label: `closed`, `open`, `half-open`, `forced-open`, `disabled` (the
+/// metrics' and OpenTelemetry's `from`/`to`). No wildcard arm: a state added in the core fails
+/// to compile here until it has its label.
+///
+/// ```
+/// use resilix::observe::CircuitState;
+/// assert_eq!(resilix_tokio::gauges::circuit_state_name(CircuitState::HalfOpen), "half-open");
+/// ```
+pub const fn circuit_state_name(s: CircuitState) -> &'static str {
+    match s {
+        CircuitState::Closed => "closed",
+        CircuitState::Open => "open",
+        CircuitState::HalfOpen => "half-open",
+        CircuitState::ForcedOpen => "forced-open",
+        CircuitState::Disabled => "disabled",
+    }
+}
+
 /// A breaker's state as a number: 0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled.
 /// Closed is 0 so that a sum over upstreams counts the ones not closed.
 ///

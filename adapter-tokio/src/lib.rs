@@ -190,6 +190,8 @@ pub mod hyper;
 pub mod inbound;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 pub mod prelude;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;

@@ -258,8 +258,14 @@ impl TracingObserver {
 
 /// A span for one call to `upstream`: instrument the `execute` future with it so the
 /// policies' events nest under the call.
+/// Its `http.request.resend_count` (OpenTelemetry's HTTP client attribute) counts the retries
+/// made so far, recorded as each is scheduled.
 pub fn call_span(upstream: &'static str) -> tracing::Span {
-    tracing::info_span!("resilix.call", upstream)
+    tracing::info_span!(
+        "resilix.call",
+        upstream,
+        http.request.resend_count = tracing::field::Empty
+    )
 }
 
 impl Observer for TracingObserver {
@@ -343,13 +349,18 @@ impl Observer for TracingObserver {
                 attempt,
                 delay,
                 after,
-            } => tracing::debug!(
-                upstream,
-                attempt,
-                ?delay,
-                after = after.kind().as_str(),
-                "retry scheduled"
-            ),
+            } => {
+                // The call's span (if it is one of ours) counts the resends so far.
+                tracing::Span::current()
+                    .record("http.request.resend_count", attempt.saturating_sub(1));
+                tracing::debug!(
+                    upstream,
+                    attempt,
+                    ?delay,
+                    after = after.kind().as_str(),
+                    "retry scheduled"
+                )
+            }
             Event::RetryRefused { reason, after } => tracing::info!(
                 upstream,
                 after = after.kind().as_str(),

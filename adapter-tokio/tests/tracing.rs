@@ -33,6 +33,7 @@ struct Memory {
     spans: Mutex<BTreeMap<u64, SpanInfo>>,
     current: Mutex<Vec<u64>>,
     next: AtomicU64,
+    metadata: Mutex<BTreeMap<u64, &'static Metadata<'static>>>,
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
@@ -43,6 +44,9 @@ impl Visit for Fields<'_> {
     }
     fn record_str(&mut self, field: &Field, value: &str) {
         self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.to_string());
     }
 }
 
@@ -58,10 +62,15 @@ impl Subscriber for Recorder {
         let mut fields = BTreeMap::new();
         span.record(&mut Fields(&mut fields));
         let name = span.metadata().name().to_owned();
+        self.0.metadata.lock().unwrap().insert(id, span.metadata());
         self.0.spans.lock().unwrap().insert(id, (name, fields));
         Id::from_u64(id)
     }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        if let Some((_, fields)) = self.0.spans.lock().unwrap().get_mut(&span.into_u64()) {
+            values.record(&mut Fields(fields));
+        }
+    }
     fn record_follows_from(&self, _: &Id, _: &Id) {}
     fn event(&self, event: &Event<'_>) {
         let mut fields = BTreeMap::new();
@@ -76,6 +85,16 @@ impl Subscriber for Recorder {
             fields,
             span,
         });
+    }
+    fn current_span(&self) -> tracing_core::span::Current {
+        let current = self.0.current.lock().unwrap().last().copied();
+        match current {
+            Some(id) => {
+                let metadata = self.0.metadata.lock().unwrap()[&id];
+                tracing_core::span::Current::new(Id::from_u64(id), metadata)
+            }
+            None => tracing_core::span::Current::none(),
+        }
     }
     fn enter(&self, span: &Id) {
         self.0.current.lock().unwrap().push(span.into_u64());
@@ -312,4 +331,33 @@ fn a_shadow_refusal_is_logged_as_shadow_and_the_call_is_made() {
     assert_eq!(warnings[0].fields["shadow"], "true");
     assert_eq!(warnings[0].fields["reason"], "circuit-open");
     assert!(warnings[0].fields["message"].starts_with("would refuse"));
+}
+
+/// The call's span carries OpenTelemetry's `http.request.resend_count`: the retries made.
+#[test]
+fn the_call_span_counts_resends() {
+    use resilix::retry::{Backoff, Retry, RetryConfig};
+
+    let recorder = Recorder::default();
+    let pipeline = Pipeline::new().retry(Retry::unbudgeted(
+        RetryConfig::new(3, Backoff::NONE).unwrap(),
+    ));
+    let resilience = Resilience::new(&pipeline).observer(TracingObserver::new("inventory"));
+    let calls = std::sync::atomic::AtomicU32::new(0);
+    let out = run(&recorder, async {
+        resilience
+            .execute(CallOptions::default(), || async {
+                let n = calls.fetch_add(1, Ordering::Relaxed);
+                if n < 2 { Err(()) } else { Ok(n) }
+            })
+            .instrument(call_span("inventory"))
+            .await
+    });
+    assert_eq!(out, Ok(2));
+    let spans = recorder.0.spans.lock().unwrap();
+    let (_, fields) = spans.values().next().expect("the call's span");
+    assert_eq!(
+        fields.get("http.request.resend_count").map(String::as_str),
+        Some("2")
+    );
 }
