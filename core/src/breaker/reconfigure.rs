@@ -11,8 +11,6 @@
 //!
 //! Design notes: docs/design/breaker.md
 
-use core::fmt;
-
 use super::config::{Config, ConfigError};
 use super::live::Live;
 use super::{Breaker, OutcomeWindow};
@@ -160,50 +158,8 @@ fn covers(scale: TickScale, longest: core::time::Duration) -> bool {
     TickScale::covering(longest).shift() <= scale.shift()
 }
 
-/// Why [`Breaker::reconfigure`] changed nothing; the configuration in force stays.
-///
-/// ```
-/// use resilix::breaker::{BreakerReconfigureError, ConfigError};
-///
-/// let e = BreakerReconfigureError::Fixed { field: "open_wait" };
-/// assert!(e.to_string().contains("build a new breaker"));
-/// let e = BreakerReconfigureError::Config(ConfigError::MinimumCallsZero);
-/// assert!(e.to_string().starts_with("invalid breaker config"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum BreakerReconfigureError {
-    /// The new config is invalid (for this breaker's window too); the old one stays in force.
-    Config(ConfigError),
-    /// The new config needs what cannot change in a running breaker: a wait longer than its
-    /// timer's tick scale covers, or a maximum half-open wait turned on or off. Named here.
-    Fixed {
-        /// The field.
-        field: &'static str,
-    },
-    /// Another reconfiguration of this breaker is running; try again (none waits).
-    Busy,
-}
-
-impl fmt::Display for BreakerReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "invalid breaker config: {e}"),
-            Self::Fixed { field } => write!(
-                f,
-                "breaker: {field} cannot change this way in a running breaker (a wait may not \
-                 outgrow the timer it was built with, and a maximum half-open wait cannot be \
-                 turned on or off); build a new breaker"
-            ),
-            Self::Busy => {
-                f.write_str("another reconfiguration of this breaker is running; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for BreakerReconfigureError {}
+/// Why [`Breaker::reconfigure`] changed nothing: the one reconfigure error, over this policy's config error.
+pub type BreakerReconfigureError = crate::control::ReconfigureError<ConfigError>;
 
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -117,3 +117,48 @@ pub(crate) fn emit_reset<R: Random + ?Sized, O: Observer + ?Sized>(
         at: env.now,
     });
 }
+
+/// Why a running policy's `reconfigure` changed nothing; the settings in force stay. One type
+/// for every policy, over that policy's config error `E` (each policy names it:
+/// `BreakerReconfigureError`, `LimiterReconfigureError`, …).
+///
+/// ```
+/// use resilix::control::ReconfigureError;
+/// use resilix::rate_limit::RateLimitConfigError;
+///
+/// let fixed: ReconfigureError<RateLimitConfigError> = ReconfigureError::Fixed { field: "window" };
+/// assert!(fixed.to_string().contains("build a new one"));
+/// assert!(ReconfigureError::<RateLimitConfigError>::Busy.to_string().contains("try again"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum ReconfigureError<E> {
+    /// The new config is invalid, as the policy's constructor would refuse it.
+    Config(E),
+    /// The new config changes a setting that cannot change in a running policy (its
+    /// `reconfigure` documents which can); named here.
+    Fixed {
+        /// The field.
+        field: &'static str,
+    },
+    /// Another reconfiguration of this policy is running; try again (none waits).
+    Busy,
+}
+
+impl<E: core::fmt::Display> core::fmt::Display for ReconfigureError<E> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ReconfigureError::Config(e) => write!(f, "invalid config: {e}"),
+            ReconfigureError::Fixed { field } => write!(
+                f,
+                "{field} cannot change in a running policy; build a new one with it"
+            ),
+            ReconfigureError::Busy => {
+                f.write_str("another reconfiguration of this policy is running; try again")
+            }
+        }
+    }
+}
+
+impl<E: core::fmt::Debug + core::fmt::Display> core::error::Error for ReconfigureError<E> {}

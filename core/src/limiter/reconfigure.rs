@@ -23,8 +23,6 @@
 //!
 //! [`Busy`]: LimiterReconfigureError::Busy
 
-use core::fmt;
-
 use super::{CALL, Limiter, LimiterConfig, LimiterConfigError};
 use crate::control::emit_reconfigured;
 use crate::observe::{Event, Observer, PolicyKind};
@@ -32,47 +30,8 @@ use crate::permit::Env;
 use crate::random::Random;
 use crate::sync::Ordering;
 
-/// Why [`Limiter::reconfigure`] changed nothing.
-///
-/// ```
-/// use resilix::limiter::LimiterReconfigureError;
-///
-/// let e = LimiterReconfigureError::Fixed { field: "max_window" };
-/// assert!(e.to_string().contains("build a new limiter"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum LimiterReconfigureError {
-    /// The new config is invalid; the old one stays in force.
-    Config(LimiterConfigError),
-    /// The new config changes a setting that cannot change in place (see
-    /// [`Limiter::reconfigure`]); named here.
-    Fixed {
-        /// The first such field found.
-        field: &'static str,
-    },
-    /// A window was closing at that instant (its closer writes the limit); try again.
-    Busy,
-}
-
-impl fmt::Display for LimiterReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "invalid limiter config: {e}"),
-            Self::Fixed { field } => write!(
-                f,
-                "limiter: {field} cannot change in a running limiter (only min_limit and \
-                 max_limit can); build a new limiter"
-            ),
-            Self::Busy => {
-                f.write_str("the limiter was closing a window and nothing was changed; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for LimiterReconfigureError {}
+/// Why [`Limiter::reconfigure`] changed nothing: the one reconfigure error, over this policy's config error.
+pub type LimiterReconfigureError = crate::control::ReconfigureError<LimiterConfigError>;
 
 impl<H> Limiter<H> {
     /// Puts `config`'s `min_limit` and `max_limit` in force, clamping the current limit into

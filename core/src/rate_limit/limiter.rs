@@ -1,4 +1,3 @@
-use core::fmt;
 use core::time::Duration;
 
 use super::AcquireError;
@@ -323,29 +322,8 @@ impl RateLimiter {
     }
 }
 
-/// Why [`RateLimiter::reconfigure`] made no change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ReconfigureError {
-    /// The new configuration is invalid; the old one stays in force.
-    Config(RateLimitConfigError),
-    /// Another reconfiguration is running; try again (no lock is waited on).
-    Busy,
-}
-
-impl fmt::Display for ReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReconfigureError::Config(e) => write!(f, "invalid rate-limit config: {e}"),
-            ReconfigureError::Busy => {
-                f.write_str("another reconfiguration of this rate limiter is running; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for ReconfigureError {}
+/// Why [`RateLimiter::reconfigure`] changed nothing: the one reconfigure error, over this policy's config error.
+pub type ReconfigureError = crate::control::ReconfigureError<RateLimitConfigError>;
 
 /// A one-cell acquisition's result as a rejection.
 #[inline(always)]

@@ -14,7 +14,6 @@
 //! into the same window as every call, and from the next admit on the new pair decides over
 //! the same counts: a raised K or a lowered cap sheds less at once, the reverse more.
 
-use core::fmt;
 use core::time::Duration;
 
 use super::{Throttler, ThrottlerConfig, ThrottlerConfigError};
@@ -97,46 +96,8 @@ impl<const BUCKETS: usize> Throttler<BUCKETS> {
     }
 }
 
-/// Why [`Throttler::reconfigure`] changed nothing.
-///
-/// ```
-/// use resilix::throttler::ThrottlerReconfigureError;
-///
-/// let e = ThrottlerReconfigureError::Fixed { field: "window" };
-/// assert!(e.to_string().contains("build a new throttler"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum ThrottlerReconfigureError {
-    /// The new config is invalid; the old one stays in force.
-    Config(ThrottlerConfigError),
-    /// The new config changes a setting that cannot change in place; named here.
-    Fixed {
-        /// The first such field found.
-        field: &'static str,
-    },
-    /// Another reconfiguration of this throttler is running; try again (none waits).
-    Busy,
-}
-
-impl fmt::Display for ThrottlerReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "invalid throttler config: {e}"),
-            Self::Fixed { field } => write!(
-                f,
-                "throttler: {field} cannot change in a running throttler (only \
-                 accepts_multiplier and max_rejection_rate can); build a new throttler"
-            ),
-            Self::Busy => {
-                f.write_str("another reconfiguration of this throttler is running; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for ThrottlerReconfigureError {}
+/// Why [`Throttler::reconfigure`] changed nothing: the one reconfigure error, over this policy's config error.
+pub type ThrottlerReconfigureError = crate::control::ReconfigureError<ThrottlerConfigError>;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

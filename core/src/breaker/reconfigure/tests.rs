@@ -384,7 +384,7 @@ fn a_second_writer_is_busy() {
 fn every_error_says_what_to_do() {
     let fixed = BreakerReconfigureError::Fixed { field: "open_wait" };
     assert!(fixed.to_string().contains("open_wait"));
-    assert!(fixed.to_string().ends_with("build a new breaker"));
+    assert!(fixed.to_string().ends_with("build a new one with it"));
     assert!(
         BreakerReconfigureError::Busy
             .to_string()

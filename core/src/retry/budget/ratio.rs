@@ -3,7 +3,6 @@
 //!
 //! Design notes: docs/design/retry-and-budgets.md
 
-use core::fmt;
 use core::time::Duration;
 
 use crate::control::emit_reconfigured;
@@ -272,46 +271,8 @@ impl<const B: usize> RatioBudget<B> {
     }
 }
 
-/// Why [`RatioBudget::reconfigure`] changed nothing.
-///
-/// ```
-/// use resilix::retry::budget::ratio::RatioReconfigureError;
-///
-/// let e = RatioReconfigureError::Fixed { field: "window" };
-/// assert!(e.to_string().contains("build a new budget"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum RatioReconfigureError {
-    /// The new config is invalid; the old one stays in force.
-    Config(BudgetConfigError),
-    /// The new config changes a setting that cannot change in place; named here.
-    Fixed {
-        /// The field.
-        field: &'static str,
-    },
-    /// Another reconfiguration of this budget is running; try again (none waits).
-    Busy,
-}
-
-impl fmt::Display for RatioReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "invalid ratio budget config: {e}"),
-            Self::Fixed { field } => write!(
-                f,
-                "ratio budget: {field} cannot change in a running budget (only \
-                 max_retry_permille and min_retries_per_window can); build a new budget"
-            ),
-            Self::Busy => {
-                f.write_str("another reconfiguration of this ratio budget is running; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for RatioReconfigureError {}
+/// Why [`RatioBudget::reconfigure`] and [`RetryBreaker::reconfigure`](super::RetryBreaker::reconfigure) changed nothing: the one reconfigure error, over this policy's config error.
+pub type RatioReconfigureError = crate::control::ReconfigureError<BudgetConfigError>;
 
 /// `max(floor, ⌊firsts · permille / 1000⌋)`, in u64 so it cannot overflow, saturated to u32.
 const fn allowance(first_attempts: u32, permille: u32, floor: u32) -> u32 {

@@ -21,8 +21,6 @@
 //! keep exactly: a retry that straddles a change of cost is refunded the new cost, which may
 //! differ from what it paid by the difference of the two costs.
 
-use core::fmt;
-
 use super::{BALANCE, TokenBucket, TokenBucketConfig};
 use crate::control::emit_reconfigured;
 use crate::observe::{Observer, PolicyKind};
@@ -111,40 +109,8 @@ impl TokenBucket {
     }
 }
 
-/// Why [`TokenBucket::reconfigure`] changed nothing.
-///
-/// ```
-/// use resilix::retry::budget::{BudgetConfigError, TokenBucketReconfigureError};
-///
-/// let e = TokenBucketReconfigureError::Config(BudgetConfigError::ZeroCapacity);
-/// assert!(e.to_string().contains("the old settings stay in force"));
-/// assert!(TokenBucketReconfigureError::Busy.to_string().contains("try again"));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[non_exhaustive]
-pub enum TokenBucketReconfigureError {
-    /// The new config is invalid; the old one stays in force.
-    Config(BudgetConfigError),
-    /// Another reconfiguration of this bucket is running; try again (none waits).
-    Busy,
-}
-
-impl fmt::Display for TokenBucketReconfigureError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(
-                f,
-                "invalid token bucket config (the old settings stay in force): {e}"
-            ),
-            Self::Busy => {
-                f.write_str("another reconfiguration of this token bucket is running; try again")
-            }
-        }
-    }
-}
-
-impl core::error::Error for TokenBucketReconfigureError {}
+/// Why [`TokenBucket::reconfigure`] changed nothing: the one reconfigure error, over this policy's config error.
+pub type TokenBucketReconfigureError = crate::control::ReconfigureError<BudgetConfigError>;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
