@@ -23,7 +23,7 @@
 //! floor. A limit at its minimum still probes: its own window becomes the floor.
 //!
 //! **Windows** are the limiter's (`limiter::sample`): at least `window_samples` settled
-//! requests (or twice the limit, if fewer) and `clamp(2 × average latency, min_window, max_window)` long. Only requests
+//! requests (or twice the limit, if fewer, but at least 16) and `clamp(2 × average latency, min_window, max_window)` long. Only requests
 //! admitted under the limit in force count: a request admitted under another limit says
 //! nothing about this one. A window's latency is a request's time in its slot, admission to
 //! settle, for the verdicts that carry a latency (`Success`, `Answered`).
@@ -348,12 +348,12 @@ impl CapacityCell {
 }
 
 /// Settled requests a window under `limit` needs: `window_samples`, or twice the limit if
-/// fewer (a limit of 5 on a 1 s handler settles 5 a second: 64 would take 13 s).
+/// fewer (a limit of 5 on a 1 s handler settles 5 a second: 64 would take 13 s), but at least
+/// 16 (or `window_samples` if fewer): the average of 2 noisy latencies would make a floor that
+/// drags the limit down to its minimum.
 pub(crate) const fn window_need(samples: u32, limit: u32) -> u32 {
     let twice = limit.saturating_mul(2);
-    if twice < samples {
-        if twice == 0 { 1 } else { twice }
-    } else {
-        samples
-    }
+    let need = if twice < samples { twice } else { samples };
+    let least = if samples < 16 { samples } else { 16 };
+    if need < least { least } else { need }
 }

@@ -171,10 +171,13 @@ fn probes_come_every_four_windows_while_they_teach_and_less_often_while_not() {
 #[test]
 fn a_window_needs_its_samples_or_twice_the_limit() {
     assert_eq!(window_need(64, 1_000), 64);
-    assert_eq!(window_need(64, 5), 10);
+    assert_eq!(window_need(64, 10), 20);
+    assert_eq!(window_need(64, 5), 16, "at least 16");
     assert_eq!(window_need(64, 32), 64);
-    assert_eq!(window_need(64, 0), 1);
+    assert_eq!(window_need(64, 0), 16);
     assert_eq!(window_need(3, u32::MAX), 3);
+    assert_eq!(window_need(3, 1), 3, "fewer than 16 asked for: all of them");
+    assert_eq!(window_need(20, 1), 16);
 }
 
 #[test]
@@ -214,13 +217,15 @@ fn the_cell_windows_requests_admitted_under_the_limit_in_force() {
         &Verdict::Overload { retry_after: None },
         &mut Env::new(t0 + ms(26), &mut rng),
     );
-    // Two under the probe's limit of 1 (it needs twice the limit), 10 and 30 ms: the window
-    // is 40 ms long (twice the last average) and closes with an average of 20 ms.
-    let p = admit(t0 + ms(26));
-    p.settle(&Verdict::Success, &mut Env::new(t0 + ms(36), &mut rng));
-    assert!(inbound.capacity().unwrap().probing());
-    let p = admit(t0 + ms(36));
-    p.settle(&Verdict::Success, &mut Env::new(t0 + ms(66), &mut rng));
+    // Three under the probe's limit of 1 (all three samples asked for), 10, 20 and 30 ms: the
+    // window is 40 ms long (twice the last average) and closes with an average of 20 ms.
+    let mut at = t0 + ms(26);
+    for took in [10, 20, 30] {
+        assert!(inbound.capacity().unwrap().probing());
+        let p = admit(at);
+        at = at + ms(took);
+        p.settle(&Verdict::Success, &mut Env::new(at, &mut rng));
+    }
     let r = inbound.capacity().unwrap();
     assert_eq!(
         (r.floor(), r.limit(), r.probing()),

@@ -4,8 +4,8 @@
 //! of `2^shift` ns, `shift` the finest of at least 2 on which `max_window` is below 2^31
 //! ticks), its sums (the latency sum capped at `u32::MAX` µs, as the real one saturates),
 //! which requests count (only those admitted under the limit in force), when it closes (at
-//! the first settle that finds it at least its length old and holding `min(window_samples,
-//! 2 × limit)` samples, or whose sum passed 2^31 µs), its average (sixteenths of a µs) and the
+//! the first settle that finds it at least its length old and holding `max(min(window_samples,
+//! 2 × limit), min(window_samples, 16))` samples, or whose sum passed 2^31 µs), its average (sixteenths of a µs) and the
 //! next length (twice the average in ticks, rounded up, clamped to the window bounds).
 //! Shared rather than re-stated: the rule a closed window feeds ([`CapacityRule::next`]), as
 //! the CoDel controller is shared: it is a pure function held to its documentation by the
@@ -79,7 +79,7 @@ impl CapacityModel {
         } else {
             u64::MAX
         };
-        let need = self.samples.min((2 * limit).max(1));
+        let need = self.samples.min(2 * limit).max(self.samples.min(16));
         let ready = (age >= self.length && self.count >= need) || self.sum_us >= 1 << 31;
         if !ready {
             return;
