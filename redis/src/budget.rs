@@ -265,6 +265,8 @@ async fn settle(s: Arc<Shared>, mut conn: Backend, key: String, config: RetryBud
                 s.counters
                     .settlement_failures
                     .fetch_add(1, Ordering::Relaxed);
+                // A Sentinel-found backend asks again where the primary is.
+                conn.suspect();
                 match &failed {
                     Ok(Err(e)) if !e.is_timeout() => s.emit(FleetEvent::BackendError(e)),
                     _ => s.emit(FleetEvent::BackendTimeout(config.backend_timeout)),

@@ -352,6 +352,8 @@ async fn renew<C: Clock>(
             }
             failed => {
                 s.counters.renewal_failures.fetch_add(1, Ordering::Relaxed);
+                // A Sentinel-found backend asks again where the primary is.
+                conn.suspect();
                 match &failed {
                     Ok(Err(e)) if !e.is_timeout() => s.emit(FleetEvent::BackendError(e)),
                     _ => s.emit(FleetEvent::BackendTimeout(timeout)),

@@ -213,6 +213,19 @@ impl Managed {
     }
 }
 
+/// Whether an error says the primary may have moved: the connection failed, or the server
+/// answered as a replica (`READONLY`) or as a node that is not the primary any more.
+fn moved(e: &RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || matches!(
+            e.kind(),
+            ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+                | ErrorKind::Server(redis::ServerErrorKind::MasterDown)
+        )
+}
+
 /// The calls of a managed backend; each picks the next connection.
 pub(crate) trait ManagedCalls {
     fn req_packed_command<'a>(&'a self, cmd: &'a Cmd) -> RedisFuture<'a, Value>;
@@ -232,7 +245,11 @@ impl ManagedCalls for Arc<Managed> {
                 self.suspect();
                 return Err(Managed::unknown());
             };
-            c.req_packed_command(cmd).await
+            let r = c.req_packed_command(cmd).await;
+            if r.as_ref().is_err_and(moved) {
+                self.suspect();
+            }
+            r
         })
     }
 
@@ -248,7 +265,11 @@ impl ManagedCalls for Arc<Managed> {
                 self.suspect();
                 return Err(Managed::unknown());
             };
-            c.req_packed_commands(pipeline, offset, count).await
+            let r = c.req_packed_commands(pipeline, offset, count).await;
+            if r.as_ref().is_err_and(moved) {
+                self.suspect();
+            }
+            r
         })
     }
 }

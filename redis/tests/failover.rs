@@ -86,6 +86,16 @@ async fn a_sentinel_failover_stays_within_the_stated_bound() {
         }
         runs.push((cfg, nodes));
     }
+    // A leased node on the same Sentinel-found primary: it must follow the promotion too.
+    let leased = resilix_redis::LeasedRateLimiter::spawn(
+        Backend::sentinel([sentinel.as_str()], &service, 0, timeout, 1).unwrap(),
+        FleetConfig::new("failover-lease", limit)
+            .with_prefix(common::prefix("failover"))
+            .with_backend_timeout(timeout),
+        resilix_redis::LeaseConfig::new(5, Duration::from_millis(200)),
+        resilix_tokio::TokioClock::new(),
+    )
+    .unwrap();
     // Decisions on the primary first.
     let t0 = Instant::now();
     while decided.lock().unwrap().len() < 100 {
@@ -142,6 +152,17 @@ async fn a_sentinel_failover_stays_within_the_stated_bound() {
         );
         tokio::time::sleep(Duration::from_millis(1)).await;
     };
+    // The leased node renews on the promoted replica (its leases last 200 ms, so it has to).
+    let renewed = leased.stats().renewals;
+    while leased.stats().renewals == renewed {
+        assert!(
+            promoted.elapsed() < Duration::from_secs(10),
+            "the leased node did not follow the promotion: {:?}",
+            leased.stats()
+        );
+        let _ = leased.try_acquire();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     stop.store(true, Ordering::Relaxed);
     // The longest stretch without a decision by Redis, after the kill.
