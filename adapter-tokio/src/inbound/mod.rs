@@ -8,10 +8,11 @@
 //! * its deadline comes from `grpc-timeout` or a milliseconds header (`x-request-timeout-ms`),
 //!   measured from its arrival;
 //! * the admission decides: run it now, queue it (a real queue of waiting tasks, served most
-//!   critical first, FIFO while it drains and LIFO once it stands, CoDel and Fail at Scale's
-//!   timeouts dropping the stale), or shed it at once: `503` with `Retry-After`, or for gRPC
-//!   HTTP 200 with `grpc-status: 8` (RESOURCE_EXHAUSTED) and `grpc-retry-pushback-ms`; the
-//!   handler never runs for a shed request;
+//!   critical first, oldest first, LIFO only for a standing line without deadlines, CoDel and
+//!   Fail at Scale's timeouts dropping stale sheddable requests), or shed it at once, as soon
+//!   as its predicted wait shows it cannot be served in time: `503` with `Retry-After`, or for
+//!   gRPC HTTP 200 with `grpc-status: 8` (RESOURCE_EXHAUSTED) and `grpc-retry-pushback-ms`;
+//!   the handler never runs for a shed request (docs/inbound.md has the measurements);
 //! * an admitted request carries an [`InboundContext`] in its extensions: its priority and
 //!   deadline, and [`InboundContext::call_options`] so the handler's own resilix calls
 //!   downstream inherit the deadline.
@@ -21,7 +22,8 @@
 //! reported overload while permits were free: apollographql/router #9034). The inner
 //! service's own readiness is awaited only by a request already admitted.
 //!
-//! The handler's latency is the adaptive limiter's sample; its status is the verdict
+//! The handler's latency is the service time's and the adaptive limit's sample; its status is
+//! the verdict
 //! ([`resilix::classify::http::classify_status`]: a `503` from the handler is a drop signal).
 //! A request whose future is dropped (the client went away) gives back its place or slot.
 //!
