@@ -262,7 +262,9 @@ impl Inbound {
     /// stands. Critical requests keep the whole interval (bounded by their deadline): a freed
     /// slot goes to them first, so their wait stays short while the standing queue is made of
     /// sheddable ones (ours: Fail at Scale has one class; with M for every class a burst of
-    /// critical requests served newest-first loses its oldest to M).
+    /// critical requests served newest-first loses its oldest to M). This is the dispatch's
+    /// expiry; an arrival waits [`Inbound::admission_wait`], shorter for a criticality that is
+    /// overloaded.
     pub fn queue_timeout(&self, now: Instant, priority: Priority) -> Duration {
         if !priority.is_critical() && self.standing(now) {
             self.codel.target
