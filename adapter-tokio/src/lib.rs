@@ -193,6 +193,8 @@ pub mod metrics;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
 pub mod prelude;
+#[cfg(feature = "http")]
+pub mod propagate;
 #[cfg(feature = "reqwest")]
 pub mod reqwest;
 #[cfg(feature = "tower")]

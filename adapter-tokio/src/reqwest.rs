@@ -96,10 +96,37 @@ impl Classify<Result<::reqwest::Response, ::reqwest::Error>> for HttpResponse {
 pub trait RequestBuilderExt {
     /// Sends `key` as its header (`Idempotency-Key` unless renamed).
     fn idempotency_key(self, key: &IdempotencyKey) -> Self;
+
+    /// Sends `attempt`'s context to the next hop under the default headers
+    /// ([`Propagation::default`](crate::propagate::Propagation)): the call's criticality, the
+    /// time left, the attempt's number. Use it inside
+    /// [`run_attempts`](resilix::resilience::CallBuilder::run_attempts).
+    fn propagate(self, attempt: &resilix::execute::AttemptInfo) -> Self;
+
+    /// [`Self::propagate`] under the headers `propagation` names.
+    fn propagate_with(
+        self,
+        propagation: &crate::propagate::Propagation,
+        attempt: &resilix::execute::AttemptInfo,
+    ) -> Self;
 }
 
 impl RequestBuilderExt for ::reqwest::RequestBuilder {
     fn idempotency_key(self, key: &IdempotencyKey) -> Self {
         self.header(key.name().clone(), key.value().clone())
+    }
+
+    fn propagate(self, attempt: &resilix::execute::AttemptInfo) -> Self {
+        self.propagate_with(&crate::propagate::Propagation::default(), attempt)
+    }
+
+    fn propagate_with(
+        self,
+        propagation: &crate::propagate::Propagation,
+        attempt: &resilix::execute::AttemptInfo,
+    ) -> Self {
+        let mut headers = http::HeaderMap::new();
+        propagation.insert_into(&mut headers, attempt, crate::now());
+        self.headers(headers)
     }
 }

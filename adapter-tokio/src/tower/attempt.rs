@@ -51,7 +51,7 @@ where
     type Future = ServiceCall<S, Req>;
 
     #[inline]
-    fn attempt(&mut self) -> ServiceCall<S, Req> {
+    fn attempt(&mut self, _info: &resilix::execute::AttemptInfo) -> ServiceCall<S, Req> {
         let request = <P::Retry as Replay<Req>>::next_request(&mut self.request);
         ServiceCall {
             service: Some(self.inner.clone()),

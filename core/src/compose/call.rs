@@ -25,6 +25,7 @@
 //!
 //! Design notes: docs/design/pipeline-and-execute.md
 
+use crate::inbound::Priority;
 use crate::observe::{Event, Observer};
 use crate::permit::{Env, Policy};
 use crate::pipeline::{Attempt, Pipeline};
@@ -69,6 +70,7 @@ pub struct CallOptions {
     deadline: Option<Deadline>,
     timeout: Option<Duration>,
     idempotent: bool,
+    criticality: Option<Priority>,
 }
 
 impl CallOptions {
@@ -117,6 +119,20 @@ impl CallOptions {
     /// Whether the operation was declared idempotent.
     pub const fn is_idempotent(&self) -> bool {
         self.idempotent
+    }
+
+    /// How important the call is (Google SRE's criticality), for the next hop: each attempt
+    /// carries it ([`AttemptInfo`](crate::execute::AttemptInfo)) so that an integration can
+    /// send it on (`x-criticality`), taken from the inbound request that caused the call or
+    /// set here. Unset, nothing is sent and the next hop applies its own default.
+    pub const fn criticality(mut self, criticality: Priority) -> Self {
+        self.criticality = Some(criticality);
+        self
+    }
+
+    /// The criticality set with [`Self::criticality`], if any.
+    pub const fn criticality_value(&self) -> Option<Priority> {
+        self.criticality
     }
 }
 
@@ -199,6 +215,7 @@ impl<Rt: RetryPolicy, T: Policy, B: Policy, L: Policy, H: Policy, Rl: Policy>
             deadline: options.deadline_from(now),
             timeout: None,
             idempotent: options.idempotent,
+            criticality: options.criticality,
         };
         CallState {
             state: self.retry_policy().begin(now),

@@ -74,7 +74,7 @@ use crate::verdict::Verdict;
 mod drive;
 pub(crate) mod engine;
 
-pub use drive::{Drive, Operation};
+pub use drive::{AttemptInfo, Drive, Operation, PerAttempt, with_attempt};
 pub use engine::{Borrowed, Engine};
 
 /// What a runtime lends the retry loop: its clock and its sleep.
@@ -301,23 +301,22 @@ impl<T: fmt::Debug> core::error::Error for ExecuteError<T> {}
 ///
 /// The future is the loop itself, a [`Drive`]: nothing runs until it is first polled.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-pub fn execute<'a, P, Tm, R, O, C, F, Fut>(
+pub fn execute<'a, P, Tm, R, O, C, Op>(
     pipeline: &'a P,
     timer: &'a Tm,
     rng: &'a mut R,
     observer: &'a O,
     options: CallOptions,
     classifier: &'a C,
-    operation: F,
-) -> Drive<Borrowed<'a, P, Tm, R, O, C>, (), F>
+    operation: Op,
+) -> Drive<Borrowed<'a, P, Tm, R, O, C>, (), Op>
 where
     P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
     R: Random + ?Sized,
     O: Observer + ?Sized,
-    C: Classify<Fut::Output> + ?Sized,
-    F: FnMut() -> Fut,
-    Fut: Future,
+    C: Classify<<Op::Future as Future>::Output> + ?Sized,
+    Op: Operation,
 {
     let engine = Borrowed::new(pipeline, timer, rng, observer, classifier);
     Drive::new(engine, (), options, operation)
@@ -328,7 +327,7 @@ where
 /// [`ExecuteError::Refused`] and reaches the observer as [`Event::Rejected`](crate::observe::Event::Rejected),
 /// exactly as a policy's does.
 #[allow(clippy::too_many_arguments)] // each argument is one thing the caller owns
-pub fn execute_gated<'a, P, Tm, R, O, C, G, F, Fut>(
+pub fn execute_gated<'a, P, Tm, R, O, C, G, Op>(
     pipeline: &'a P,
     timer: &'a Tm,
     rng: &'a mut R,
@@ -336,17 +335,16 @@ pub fn execute_gated<'a, P, Tm, R, O, C, G, F, Fut>(
     options: CallOptions,
     classifier: &'a C,
     gate: &'a G,
-    operation: F,
-) -> Drive<Borrowed<'a, P, Tm, R, O, C>, &'a G, F>
+    operation: Op,
+) -> Drive<Borrowed<'a, P, Tm, R, O, C>, &'a G, Op>
 where
     P: AsPipeline + ?Sized,
     Tm: Timer + ?Sized,
     R: Random + ?Sized,
     O: Observer + ?Sized,
-    C: Classify<Fut::Output> + ?Sized,
+    C: Classify<<Op::Future as Future>::Output> + ?Sized,
     G: Gate + ?Sized,
-    F: FnMut() -> Fut,
-    Fut: Future,
+    Op: Operation,
 {
     let engine = Borrowed::new(pipeline, timer, rng, observer, classifier);
     Drive::new(engine, gate, options, operation)

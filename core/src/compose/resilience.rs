@@ -41,7 +41,7 @@ use core::time::Duration;
 use crate::call::CallOptions;
 use crate::classify::{Classify, ResultClassifier};
 use crate::error::Error;
-use crate::execute::{Drive, ExecuteError, Gate, Timer, execute, execute_gated};
+use crate::execute::{Drive, ExecuteError, Gate, Operation, Timer, execute, execute_gated};
 use crate::fallback::{Fallback, Served};
 use crate::observe::{Event, Observer};
 use crate::permit::Env;
@@ -497,6 +497,23 @@ where
         Fut: Future<Output = Result<T, E>>,
         C: Classify<Result<T, E>>,
     {
+        self.execute_op(options, operation)
+    }
+
+    /// [`Self::execute`] over any [`Operation`] (one told its [`AttemptInfo`]).
+    ///
+    /// [`AttemptInfo`]: crate::execute::AttemptInfo
+    pub(crate) fn execute_op<Op, T, E>(
+        &self,
+        options: CallOptions,
+        operation: Op,
+    ) -> impl Future<Output = Result<T, Error<T, E>>>
+    where
+        S: SeedSource,
+        Op: Operation,
+        Op::Future: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
         // The loop itself, its answer flattened as it comes, rather than an `async` block
         // around it: no second state machine holding a copy of the first.
         Flat {
@@ -507,18 +524,18 @@ where
 
     /// The loop with `gate` and `rng`, its answer flattened: what every builder ending but
     /// the seeded, ungated `run` comes to.
-    pub(crate) async fn gated<G, R, F, Fut, T, E>(
+    pub(crate) async fn gated<G, R, Op, T, E>(
         &self,
         gate: &G,
         rng: &mut R,
         options: CallOptions,
-        operation: F,
+        operation: Op,
     ) -> Result<T, Error<T, E>>
     where
         G: Gate + ?Sized,
         R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
+        Op: Operation,
+        Op::Future: Future<Output = Result<T, E>>,
         C: Classify<Result<T, E>>,
     {
         let result = execute_gated(
@@ -561,17 +578,17 @@ where
     }
 
     /// The output-generic loop with `rng`: the last output, or why the call stopped.
-    pub(crate) async fn output_with<R, F, Fut>(
+    pub(crate) async fn output_with<R, Op, Out>(
         &self,
         rng: &mut R,
         options: CallOptions,
-        operation: F,
-    ) -> Result<Fut::Output, ExecuteError<Fut::Output>>
+        operation: Op,
+    ) -> Result<Out, ExecuteError<Out>>
     where
         R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        C: Classify<Fut::Output>,
+        Op: Operation,
+        Op::Future: Future<Output = Out>,
+        C: Classify<Out>,
     {
         execute(
             self.pipeline.as_pipeline(),
@@ -590,19 +607,19 @@ where
     /// degradation shows in logs and metrics. With a last-known-good store, every output the
     /// classifier calls a `Success` is remembered. The error comes back only when the fallback
     /// has nothing to give (an empty store with no default).
-    pub(crate) async fn or_with<R, F, Fut>(
+    pub(crate) async fn or_with<R, Op, Out>(
         &self,
         rng: &mut R,
         options: CallOptions,
-        fallback: Fallback<'_, Fut::Output>,
-        operation: F,
-    ) -> Result<Served<Fut::Output>, ExecuteError<Fut::Output>>
+        fallback: Fallback<'_, Out>,
+        operation: Op,
+    ) -> Result<Served<Out>, ExecuteError<Out>>
     where
         R: Random + ?Sized,
-        F: FnMut() -> Fut,
-        Fut: Future,
-        Fut::Output: Clone,
-        C: Classify<Fut::Output>,
+        Op: Operation,
+        Op::Future: Future<Output = Out>,
+        Out: Clone,
+        C: Classify<Out>,
     {
         let result = self.output_with(rng, options, operation).await;
         fallback.resolve(result, &self.classifier, |cause| {

@@ -25,28 +25,108 @@ use pin_project_lite::pin_project;
 
 use crate::call::{CallOptions, CallState, Stop};
 use crate::classify::Classify;
+use crate::inbound::Priority;
 use crate::observe::{Event, Observer};
 use crate::time::Instant;
 use crate::verdict::Verdict;
 
 use super::{Attempted, Engine, ExecuteError, Gate, conclude};
 
+/// What an attempt knows of itself as it starts, for an operation that passes it on to the
+/// next hop (headers: its number, the call's criticality, the time left).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AttemptInfo {
+    /// Which attempt this is: 1 for the first, 2 for the first retry.
+    pub number: u32,
+    /// When it was admitted, on the driver's timeline.
+    pub started: Instant,
+    /// When it must end: the tighter of its attempt timeout and the call's deadline.
+    pub deadline: Option<Instant>,
+    /// The call's criticality ([`CallOptions::criticality`]), if it was given one.
+    pub criticality: Option<Priority>,
+}
+
+impl AttemptInfo {
+    /// Attempt `number`, admitted at `started`, with no deadline and no criticality (the loop
+    /// makes the real ones; this is for tests of code that propagates them).
+    pub const fn new(number: u32, started: Instant) -> Self {
+        AttemptInfo {
+            number,
+            started,
+            deadline: None,
+            criticality: None,
+        }
+    }
+
+    /// The same, ending at `deadline`.
+    pub const fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The same, with `criticality`.
+    pub const fn with_criticality(mut self, criticality: Priority) -> Self {
+        self.criticality = Some(criticality);
+        self
+    }
+
+    /// The time this attempt has left at `now`, if it has a deadline.
+    pub const fn remaining(&self, now: Instant) -> Option<core::time::Duration> {
+        match self.deadline {
+            Some(at) => Some(at.saturating_duration_since(now)),
+            None => None,
+        }
+    }
+}
+
 /// What the loop calls once per attempt for the attempt's future: any `FnMut() -> impl
-/// Future`, or a type of a driver's own whose future has a name (the tower Layer's).
+/// Future`, an operation that reads its [`AttemptInfo`] ([`with_attempt`]), or a type of a
+/// driver's own whose future has a name (the tower Layer's).
 pub trait Operation {
     /// One attempt's future.
     type Future: Future;
 
-    /// Starts the next attempt.
-    fn attempt(&mut self) -> Self::Future;
+    /// Starts the next attempt, described by `info`.
+    fn attempt(&mut self, info: &AttemptInfo) -> Self::Future;
 }
 
 impl<F: FnMut() -> Fut, Fut: Future> Operation for F {
     type Future = Fut;
 
     #[inline(always)]
-    fn attempt(&mut self) -> Fut {
+    fn attempt(&mut self, _info: &AttemptInfo) -> Fut {
         self()
+    }
+}
+
+/// An operation that is told which attempt it makes ([`with_attempt`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PerAttempt<F>(F);
+
+/// An operation from `f`, called with each attempt's [`AttemptInfo`]: to send the attempt's
+/// number, the call's criticality and the time left to the next hop.
+///
+/// ```
+/// use resilix::execute::{AttemptInfo, Operation, with_attempt};
+/// use resilix::time::Instant;
+/// let mut op = with_attempt(|a: &AttemptInfo| core::future::ready(a.number));
+/// # let _ = &mut op;
+/// ```
+pub const fn with_attempt<F, Fut>(f: F) -> PerAttempt<F>
+where
+    F: FnMut(&AttemptInfo) -> Fut,
+    Fut: Future,
+{
+    PerAttempt(f)
+}
+
+impl<F: FnMut(&AttemptInfo) -> Fut, Fut: Future> Operation for PerAttempt<F> {
+    type Future = Fut;
+
+    #[inline(always)]
+    fn attempt(&mut self, info: &AttemptInfo) -> Fut {
+        (self.0)(info)
     }
 }
 
@@ -237,7 +317,13 @@ where
                         Ok(held) => {
                             *this.deadline = E::deadline(&held).map(|d| d.instant());
                             *this.held = Some(held);
-                            this.work.set(Some(this.operation.attempt()));
+                            let info = AttemptInfo {
+                                number: call.attempts(),
+                                started: *this.now,
+                                deadline: *this.deadline,
+                                criticality: call.options().criticality_value(),
+                            };
+                            this.work.set(Some(this.operation.attempt(&info)));
                             *this.phase = Phase::Attempt;
                         }
                         Err(stop) => {

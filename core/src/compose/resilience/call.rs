@@ -1,20 +1,4 @@
-//! One way to call: [`Resilience::execute`], or [`Resilience::call`] and its options.
-//!
-//! `call(options)` starts a [`CallBuilder`]; each option returns it with that option set, and
-//! one of three endings runs the call:
-//!
-//! | option | what it changes |
-//! |---|---|
-//! | [`rng(&mut r)`](CallBuilder::rng) | randomness from `r` instead of the seed source (firmware, a test) |
-//! | [`wait_for_bulkhead()`](CallBuilder::wait_for_bulkhead), [`wait_for_limiter()`](CallBuilder::wait_for_limiter) | each attempt waits (boundedly) for room in the pipeline's own bulkhead or limiter queue zone instead of being refused |
-//! | [`wait_for_rate_limit(max)`](CallBuilder::wait_for_rate_limit) | each attempt waits for a rate-limit cell, at most `max` |
-//! | [`wait_on(&policy)`](CallBuilder::wait_on), [`gate(g)`](CallBuilder::gate) | wait on another waitable policy, or any [`Gate`] |
-//!
-//! | ending | answers |
-//! |---|---|
-//! | [`run(op)`](CallBuilder::run) | `Result<T, Error<T, E>>`, as [`Resilience::execute`] |
-//! | [`run_output(op)`](CallBuilder::run_output) | the last output of an operation that does not return a `Result` (an HTTP response), or the [`ExecuteError`] that stopped it |
-//! | [`run_or(fallback, op)`](CallBuilder::run_or) | the output, or the fallback's answer when the call was refused, gave up or ran out of time |
+//! The call builder: see [`CallBuilder`].
 
 use core::future::Future;
 use core::time::Duration;
@@ -23,7 +7,7 @@ use super::Resilience;
 use crate::call::CallOptions;
 use crate::classify::Classify;
 use crate::error::Error;
-use crate::execute::{ExecuteError, Gate, Timer};
+use crate::execute::{AttemptInfo, ExecuteError, Gate, Timer, with_attempt};
 use crate::fallback::{Fallback, Served};
 use crate::observe::Observer;
 use crate::pipeline::AsPipeline;
@@ -33,8 +17,24 @@ use crate::waiters::{WaitGate, WaitTimer, Waitable};
 
 use super::SeedSource;
 
-/// A call being set up: [`Resilience::call`]'s options, then [`run`](Self::run),
-/// [`run_output`](Self::run_output) or [`run_or`](Self::run_or). See the [module docs](self).
+/// One way to call: [`Resilience::execute`], or [`Resilience::call`] and its options.
+///
+/// `call(options)` starts a [`CallBuilder`]; each option returns it with that option set, and
+/// one of three endings runs the call:
+///
+/// | option | what it changes |
+/// |---|---|
+/// | [`rng(&mut r)`](CallBuilder::rng) | randomness from `r` instead of the seed source (firmware, a test) |
+/// | [`wait_for_bulkhead()`](CallBuilder::wait_for_bulkhead), [`wait_for_limiter()`](CallBuilder::wait_for_limiter) | each attempt waits (boundedly) for room in the pipeline's own bulkhead or limiter queue zone instead of being refused |
+/// | [`wait_for_rate_limit(max)`](CallBuilder::wait_for_rate_limit) | each attempt waits for a rate-limit cell, at most `max` |
+/// | [`wait_on(&policy)`](CallBuilder::wait_on), [`gate(g)`](CallBuilder::gate) | wait on another waitable policy, or any [`Gate`] |
+///
+/// | ending | answers |
+/// |---|---|
+/// | [`run(op)`](CallBuilder::run) | `Result<T, Error<T, E>>`, as [`Resilience::execute`] |
+/// | [`run_attempts(op)`](CallBuilder::run_attempts) | the same, `op` told each attempt's [`AttemptInfo`] (number, criticality, deadline) to send on |
+/// | [`run_output(op)`](CallBuilder::run_output) | the last output of an operation that does not return a `Result` (an HTTP response), or the [`ExecuteError`] that stopped it |
+/// | [`run_or(fallback, op)`](CallBuilder::run_or) | the output, or the fallback's answer when the call was refused, gave up or ran out of time |
 ///
 /// `R` is where randomness comes from ([`Seeded`] or `&mut` a generator) and `G` what each
 /// attempt waits at ([`NoWait`] or [`Gated`]).
@@ -206,6 +206,52 @@ where
         self.resilience.execute(self.options, operation)
     }
 
+    /// [`Self::run`] with `operation` told each attempt's [`AttemptInfo`] (its number, the
+    /// call's criticality, its deadline): to send them on to the next hop.
+    ///
+    /// ```
+    /// # use core::future::{Ready, ready};
+    /// # use resilix::execute::Timer;
+    /// # use resilix::time::{Clock, Instant, ManualClock};
+    /// # struct Jump(ManualClock);
+    /// # impl Timer for Jump {
+    /// #     type Sleep<'a> = Ready<()>;
+    /// #     fn now(&self) -> Instant { self.0.now() }
+    /// #     fn sleep_until(&self, at: Instant) -> Ready<()> { self.0.set(at); ready(()) }
+    /// # }
+    /// use resilix::call::CallOptions;
+    /// use resilix::execute::AttemptInfo;
+    /// use resilix::inbound::Priority;
+    /// use resilix::pipeline::Pipeline;
+    /// use resilix::resilience::{FixedSeeds, Resilience};
+    /// use resilix::retry::{Backoff, Retry, RetryConfig};
+    ///
+    /// let pipeline = Pipeline::new().retry(Retry::unbudgeted(RetryConfig::new(2, Backoff::NONE)?));
+    /// let resilience = Resilience::with_parts(&pipeline, Jump(ManualClock::new(Instant::ZERO)), FixedSeeds::new(1));
+    /// let options = CallOptions::default().criticality(Priority::CriticalPlus);
+    /// let call = resilience.call(options).run_attempts(|a: &AttemptInfo| {
+    ///     assert_eq!(a.criticality, Some(Priority::CriticalPlus));
+    ///     ready(if a.number == 1 { Err(()) } else { Ok(a.number) })
+    /// });
+    /// # let mut call = core::pin::pin!(call);
+    /// # let waker = core::task::Waker::noop();
+    /// # let answer = call.as_mut().poll(&mut core::task::Context::from_waker(&waker));
+    /// # assert_eq!(answer, core::task::Poll::Ready(Ok(2)));
+    /// # Ok::<(), resilix::retry::RetryConfigError>(())
+    /// ```
+    pub fn run_attempts<F, Fut, T, E>(
+        self,
+        operation: F,
+    ) -> impl Future<Output = Result<T, Error<T, E>>>
+    where
+        F: FnMut(&AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.resilience
+            .execute_op(self.options, with_attempt(operation))
+    }
+
     /// Runs `operation` when its output is not a `Result` (an HTTP response the classifier
     /// reads, a chaos-wrapped output): the answer is the last output, or an [`ExecuteError`]
     /// saying why the call stopped.
@@ -267,6 +313,18 @@ where
             .await
     }
 
+    /// [`Self::run`] with `operation` told each attempt's [`AttemptInfo`].
+    pub async fn run_attempts<F, Fut, T, E>(self, operation: F) -> Result<T, Error<T, E>>
+    where
+        F: FnMut(&AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.resilience
+            .gated(&(), self.rng, self.options, with_attempt(operation))
+            .await
+    }
+
     /// [`CallBuilder::run_output`] with the caller's generator.
     pub async fn run_output<F, Fut>(
         self,
@@ -321,6 +379,25 @@ where
             .gated(&self.gate.0, &mut rng, self.options, operation)
             .await
     }
+
+    /// [`Self::run`] with `operation` told each attempt's [`AttemptInfo`].
+    pub async fn run_attempts<F, Fut, T, E>(self, operation: F) -> Result<T, Error<T, E>>
+    where
+        F: FnMut(&AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        let mut slot = None;
+        let mut rng = self.resilience.lazy_rng(&mut slot);
+        self.resilience
+            .gated(
+                &self.gate.0,
+                &mut rng,
+                self.options,
+                with_attempt(operation),
+            )
+            .await
+    }
 }
 
 impl<'r, 'g, P, Tm, S, O, C, R, G> CallBuilder<'r, P, Tm, S, O, C, &'g mut R, Gated<G>>
@@ -340,6 +417,23 @@ where
     {
         self.resilience
             .gated(&self.gate.0, self.rng, self.options, operation)
+            .await
+    }
+
+    /// [`Self::run`] with `operation` told each attempt's [`AttemptInfo`].
+    pub async fn run_attempts<F, Fut, T, E>(self, operation: F) -> Result<T, Error<T, E>>
+    where
+        F: FnMut(&AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: Classify<Result<T, E>>,
+    {
+        self.resilience
+            .gated(
+                &self.gate.0,
+                self.rng,
+                self.options,
+                with_attempt(operation),
+            )
             .await
     }
 }

@@ -4,6 +4,8 @@
 use core::future::{Future, Ready, ready};
 use core::pin::pin;
 use core::task::{Context, Poll, Waker};
+extern crate std;
+
 use core::time::Duration;
 
 use crate::breaker::Breaker;
@@ -166,4 +168,48 @@ fn a_gate_holds_each_attempt_and_its_refusal_ends_the_call() {
             .run(|| ready(Ok::<u32, ()>(2))),
     );
     assert_eq!(answered, Ok(2));
+}
+
+#[test]
+fn each_attempt_is_told_its_number_deadline_and_criticality() {
+    use crate::execute::AttemptInfo;
+    use crate::inbound::Priority;
+
+    let pipeline = Pipeline::new()
+        .retry(Retry::unbudgeted(
+            RetryConfig::new(3, Backoff::NONE).unwrap(),
+        ))
+        .attempt_timeout(Duration::from_millis(100));
+    let resilience = Resilience::with_parts(&pipeline, jump(), FixedSeeds::new(1));
+    let options = CallOptions::default()
+        .timeout(Duration::from_millis(250))
+        .criticality(Priority::SheddablePlus);
+    let mut seen: std::vec::Vec<AttemptInfo> = std::vec::Vec::new();
+    let answer = done(resilience.call(options).run_attempts(|a: &AttemptInfo| {
+        seen.push(*a);
+        ready(if a.number < 3 { Err(()) } else { Ok(a.number) })
+    }));
+    assert_eq!(answer, Ok(3));
+    let numbers: std::vec::Vec<u32> = seen.iter().map(|a| a.number).collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    for a in &seen {
+        assert_eq!(a.criticality, Some(Priority::SheddablePlus));
+        // The tighter of the attempt timeout and the call's deadline.
+        let deadline = a.deadline.expect("a deadline");
+        assert!(deadline <= Instant::from_millis(250));
+        assert_eq!(
+            a.remaining(a.started),
+            Some(deadline.saturating_duration_since(a.started))
+        );
+        assert!(a.remaining(a.started).unwrap() <= Duration::from_millis(100));
+    }
+    let mut rng = SeededRandom::new(5);
+    let resilience = Resilience::with_parts(&pipeline, jump(), ());
+    let plain = done(
+        resilience
+            .call(CallOptions::default())
+            .rng(&mut rng)
+            .run_attempts(|a: &AttemptInfo| ready(Ok::<_, ()>(a.criticality))),
+    );
+    assert_eq!(plain, Ok(None), "no criticality unless given one");
 }
