@@ -74,12 +74,21 @@ fn opts() -> Opts {
         let list = |v: String| v.split(',').map(String::from).collect::<Vec<_>>();
         let num = |v: String| v.parse::<f64>().expect("a number");
         let flag = match args[i].as_str() {
-            "--quick" => Some((o.secs, o.check) = (2.0, true)),
-            "--converge" => Some(o.converge = true),
-            "--check" => Some(o.check = true),
-            _ => None,
+            "--quick" => {
+                (o.secs, o.check) = (2.0, true);
+                true
+            }
+            "--converge" => {
+                o.converge = true;
+                true
+            }
+            "--check" => {
+                o.check = true;
+                true
+            }
+            _ => false,
         };
-        if flag.is_some() {
+        if flag {
             i += 1;
             continue;
         }
