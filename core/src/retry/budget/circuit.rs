@@ -136,7 +136,6 @@ impl Default for RetryBreakerConfig {
 /// assert!(breaker.try_spend(Instant::from_secs(12), VerdictKind::Transient));
 /// # Ok::<(), resilix::retry::budget::BudgetConfigError>(())
 /// ```
-#[derive(Debug)]
 pub struct RetryBreaker<const B: usize = 10> {
     pub(super) window: TimeWindow<B, 2>,
     /// `[max_failure_permille, min_attempts]`, changed together by `reconfigure`.
@@ -233,6 +232,18 @@ impl<const B: usize> RetryBreaker<B> {
     pub fn is_tripped(&self, now: Instant) -> bool {
         let (attempts, failures) = self.counts(now);
         !self.allows(attempts, failures)
+    }
+}
+
+/// The settings by name (as the config that made them), and the window.
+impl<const B: usize> core::fmt::Debug for RetryBreaker<B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let [max_failure_permille, min_attempts] = self.settings.read();
+        f.debug_struct("RetryBreaker")
+            .field("max_failure_permille", &max_failure_permille)
+            .field("min_attempts", &min_attempts)
+            .field("window", &self.window)
+            .finish()
     }
 }
 
