@@ -254,3 +254,12 @@ fn the_rule_cannot_overflow() {
     assert!(!allows(0, 1, 999, 0), "no attempts, one failure: 100%");
     assert!(allows(0, 0, 1, 0), "nothing seen: not tripped");
 }
+
+#[test]
+fn its_debug_names_the_settings_in_force() {
+    extern crate std;
+    let b = breaker(250, 7);
+    let shown = std::format!("{b:?}");
+    assert!(shown.contains("max_failure_permille: 250"), "{shown}");
+    assert!(shown.contains("min_attempts: 7"), "{shown}");
+}
