@@ -400,7 +400,9 @@ pub fn run(ctx: &Ctx) -> Section {
                 exponential: exp,
                 load,
                 deadline: deadline.max(Duration::from_secs_f64(3.0 * service)),
-                secs: if c >= 1_000 { secs * 2.0 } else { secs },
+                // A 1,000-slot handler (1.67 s service) needs about 30 service times (~50 s)
+                // to settle from 20: it gets two full minutes in either profile.
+                secs: if c >= 1_000 { 120.0 } else { secs },
                 seed: ctx.master,
             });
             let limit = median_second_half(&r.limits);
