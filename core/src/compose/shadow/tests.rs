@@ -3,7 +3,7 @@
 
 extern crate std;
 
-use std::sync::Mutex;
+use core::cell::RefCell;
 use std::vec::Vec;
 
 use core::time::Duration;
@@ -24,19 +24,18 @@ use crate::time::Instant;
 use crate::verdict::Verdict;
 
 #[derive(Default)]
-struct Log(Mutex<Vec<Event>>);
+struct Log(RefCell<Vec<Event>>);
 
 impl Observer for Log {
     fn on_event(&self, event: &Event) {
-        self.0.lock().unwrap().push(*event);
+        self.0.borrow_mut().push(*event);
     }
 }
 
 impl Log {
     fn shadowed(&self) -> Vec<RejectReason> {
         self.0
-            .lock()
-            .unwrap()
+            .borrow()
             .iter()
             .filter_map(|e| match e {
                 Event::ShadowRejected { rejection } => Some(rejection.reason()),
@@ -46,8 +45,7 @@ impl Log {
     }
     fn refused(&self) -> usize {
         self.0
-            .lock()
-            .unwrap()
+            .borrow()
             .iter()
             .filter(|e| matches!(e, Event::Rejected { .. }))
             .count()
